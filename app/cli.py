@@ -1,0 +1,64 @@
+"""The ``chatgate`` command: ``serve`` and ``check-config``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from app.config import Config, default_config, load_config
+from app.errors import ConfigError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``chatgate`` command line; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="chatgate", description="Chat frontends to any LLM.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="start the service")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    serve.add_argument("--config", help="config file (default: $CHATGATE_CONFIG, else the built-in agent)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    check = commands.add_parser("check-config", help="validate a config file without serving")
+    check.add_argument("file")
+
+    args = parser.parse_args(argv)
+    if args.command == "check-config":
+        return _check_config(args.file)
+    return _serve(args)
+
+
+def _check_config(path: str) -> int:
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"{path}: ok ({len(config.agents)} agent(s); default: {config.default_agent or 'none'})")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.server import create_app
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    path = args.config or os.environ.get("CHATGATE_CONFIG")
+    try:
+        config: Config = load_config(path) if path else default_config()
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

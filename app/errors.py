@@ -1,0 +1,49 @@
+"""chatgate's exceptions, each carrying what its handler needs.
+
+ChatgateError
+├── ConfigError         the config file is invalid; ``problems`` names each key path
+├── RequestError        a client sent something we refuse; becomes a 4xx JSON response
+└── ProviderError       the upstream model failed; detail is logged, never sent to the client
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError"]
+
+
+class ChatgateError(Exception):
+    """Base class of every error chatgate raises on purpose."""
+
+
+class ConfigError(ChatgateError):
+    """The configuration is invalid. ``problems`` holds one ``"key.path: what is wrong"`` line each."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+class RequestError(ChatgateError):
+    """A bad request. Rendered as ``{"error": {"code", "message", "details"}}`` with ``status``."""
+
+    def __init__(self, status: int, code: str, message: str, details: Sequence[dict[str, str]] = ()) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = list(details)
+        super().__init__(message)
+
+
+class ProviderError(ChatgateError):
+    """The upstream model failed. ``public_message`` is what a client may see; the rest is for the log.
+
+    ``retryable`` is true for failures worth retrying before any token was sent (connect errors,
+    429, 503).
+    """
+
+    def __init__(self, detail: str, *, public_message: str = "The model failed.", retryable: bool = False) -> None:
+        self.public_message = public_message
+        self.retryable = retryable
+        super().__init__(detail)

@@ -1,0 +1,182 @@
+"""The run event vocabulary: what providers and the runner produce and every adapter consumes.
+
+Events are small frozen values, deliberately protocol-neutral. Each adapter maps them onto its wire
+format and owns every protocol rule (ordering, closing open parts before an error, one terminal event).
+
+A provider's stream for one model call yields content events, optionally ``Usage``, and ends with
+``ModelFinished``. The runner wraps each model call in ``StepStarted``/``StepFinished`` and ends every
+run with exactly one of ``RunFinished`` or ``RunFailed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "FinishReason",
+    "ModelFinished",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "ReasoningStart",
+    "RunEvent",
+    "RunFailed",
+    "RunFinished",
+    "StepFinished",
+    "StepStarted",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolResult",
+    "Usage",
+]
+
+FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextStart:
+    """A text span of the assistant's answer opens."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """More text for an open text span."""
+
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextEnd:
+    """A text span closes."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningStart:
+    """A reasoning span opens."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """More reasoning text for an open span."""
+
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningEnd:
+    """A reasoning span closes; ``provider_data`` carries what must be echoed back next turn."""
+
+    id: str
+    provider_data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """The model starts a tool call."""
+
+    tool_call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a tool call's JSON arguments."""
+
+    tool_call_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    """A tool call is complete; ``arguments`` is its whole JSON text."""
+
+    tool_call_id: str
+    arguments: str
+    provider_data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of a tool call the server ran."""
+
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts for one model call."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFinished:
+    """A provider's last event for one model call."""
+
+    reason: FinishReason
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted:
+    """The runner starts one model call."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished:
+    """One model call is over."""
+
+    name: str
+    reason: FinishReason
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended normally. Terminal."""
+
+    reason: FinishReason
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    """The run failed. Terminal. ``message`` is safe to show a client; the detail went to the log."""
+
+    message: str
+    code: str = "run_failed"
+
+
+RunEvent: TypeAlias = (
+    TextStart
+    | TextDelta
+    | TextEnd
+    | ReasoningStart
+    | ReasoningDelta
+    | ReasoningEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | ToolResult
+    | Usage
+    | ModelFinished
+    | StepStarted
+    | StepFinished
+    | RunFinished
+    | RunFailed
+)

@@ -1,0 +1,130 @@
+"""The shared history model: one typed, immutable message per role.
+
+Both UI adapters decode into these types and every provider encodes from them, so a conversation
+can be checked in isolation at each boundary. Tool calls and results are linked by the id the UI or
+the provider gave them (``tool_call_id``), never by an internal id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "AssistantMessage",
+    "AssistantPart",
+    "FilePart",
+    "Message",
+    "ReasoningPart",
+    "SystemMessage",
+    "TextPart",
+    "ToolCallPart",
+    "ToolMessage",
+    "UserMessage",
+    "UserPart",
+    "system_text",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """Plain text inside a user or assistant message."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FilePart:
+    """A file or image a user attached: a ``data:`` URL or a remote URL, with its media type."""
+
+    media_type: str
+    url: str
+    filename: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """The model's reasoning text; ``provider_data`` keeps what the provider needs echoed back."""
+
+    text: str
+    provider_data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A tool call the assistant made; ``arguments`` is the JSON text the model produced."""
+
+    tool_call_id: str
+    name: str
+    arguments: str
+    provider_data: Mapping[str, Any] | None = None
+
+
+UserPart: TypeAlias = TextPart | FilePart
+AssistantPart: TypeAlias = TextPart | ReasoningPart | ToolCallPart
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    """System-voice text. ``role`` keeps whether the client called it ``system`` or ``developer``."""
+
+    content: str
+    id: str = ""
+    role: Literal["system", "developer"] = "system"
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """What the user said: text and attached files."""
+
+    parts: tuple[UserPart, ...]
+    id: str = ""
+    created_at: datetime | None = None
+
+    @property
+    def text(self) -> str:
+        """The message's text parts joined with blank lines."""
+        return "\n\n".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """What the model answered: text, reasoning and tool calls, in order."""
+
+    parts: tuple[AssistantPart, ...]
+    id: str = ""
+    created_at: datetime | None = None
+
+    @property
+    def text(self) -> str:
+        """The message's text parts concatenated."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls in this message, in order."""
+        return tuple(part for part in self.parts if isinstance(part, ToolCallPart))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMessage:
+    """The result of one tool call, linked by ``tool_call_id``."""
+
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+    id: str = ""
+    created_at: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def system_text(messages: tuple[Message, ...] | list[Message]) -> str | None:
+    """The text of every system message in ``messages`` joined by blank lines, or None if there is none."""
+    texts = [message.content for message in messages if isinstance(message, SystemMessage)]
+    return "\n\n".join(texts) if texts else None

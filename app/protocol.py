@@ -1,0 +1,48 @@
+"""The interface a UI protocol adapter implements, and how the server finds the installed ones.
+
+Adapters register under the ``chatgate.protocols`` entry-point group (see ``pyproject.toml``), so
+the core never imports ``adapters/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from importlib.metadata import entry_points
+from typing import Protocol
+
+from app.config import AgentConfig
+from app.events import RunEvent
+from app.run_input import RunInput
+
+__all__ = ["UIProtocol", "discover_protocols"]
+
+
+class UIProtocol(Protocol):
+    """A UI protocol: how its requests decode and how run events encode onto its stream."""
+
+    name: str
+    """Its name in ``GET /agents``, e.g. ``"ag-ui"``."""
+    route: str
+    """The last path segment of its per-agent route: ``/agents/{agent}/{route}``."""
+    default_path: str
+    """The path that serves the default agent, e.g. ``/api/chat``."""
+
+    def decode(self, body: bytes) -> RunInput:
+        """Decode a request body; raise ``RequestError`` naming what is wrong."""
+        ...
+
+    def headers(self, agent: AgentConfig) -> Mapping[str, str]:
+        """The response headers of a stream for ``agent``."""
+        ...
+
+    def encode(
+        self, run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]
+    ) -> AsyncGenerator[bytes, None]:
+        """Encode ``events`` as complete SSE frames; must end the stream in-protocol, never raise."""
+        ...
+
+
+def discover_protocols() -> list[UIProtocol]:
+    """The protocol adapters installed under the ``chatgate.protocols`` entry-point group."""
+    protocols: list[UIProtocol] = [entry.load() for entry in entry_points(group="chatgate.protocols")]
+    return sorted(protocols, key=lambda protocol: protocol.name)

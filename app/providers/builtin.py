@@ -1,0 +1,89 @@
+"""The built-in development model, ``builtin:echo``.
+
+It is deterministic and needs no API key: it answers by stating exactly what it received, the full
+text of its system prompt (or that it got none) and the last user message, streamed word by word.
+That makes the system-prompt policy visible from curl or a browser. It is a development aid, not a
+language model.
+
+Settings (an agent's ``model_settings``):
+
+- ``delay``: seconds to wait before each word (default 0).
+- ``reasoning``: when true, a short reasoning span comes before the answer.
+- ``fail_after``: fail the call with an upstream-style error after this many words, to see how
+  each protocol ends a broken stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+from app.errors import ProviderError
+from app.events import (
+    ModelFinished,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    Usage,
+)
+from app.history import UserMessage, system_text
+from app.ids import new_id
+from app.providers.base import ModelRequest
+
+__all__ = ["EchoModel", "echo_reply"]
+
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def echo_reply(request: ModelRequest) -> str:
+    """The text ``builtin:echo`` answers ``request`` with."""
+    prompt = system_text(request.messages)
+    last_user = next(
+        (message.text for message in reversed(request.messages) if isinstance(message, UserMessage)),
+        None,
+    )
+    prompt_line = f"System prompt: {prompt}" if prompt is not None else "System prompt: (none)"
+    user_line = f"Last user message: {last_user}" if last_user is not None else "Last user message: (none)"
+    return f"{prompt_line}\n{user_line}"
+
+
+class EchoModel:
+    """``builtin:echo``: streams back what it received. See the module docstring."""
+
+    name = "builtin"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
+        """Stream the echo reply word by word."""
+        if request.model != "echo":
+            raise ProviderError(f"builtin has no model {request.model!r}", public_message="Unknown model.")
+        settings = request.settings
+        delay = float(settings.get("delay", 0))
+        fail_after = settings.get("fail_after")
+        words = _WORDS.findall(echo_reply(request))
+
+        if settings.get("reasoning"):
+            reasoning_id = new_id("rs")
+            yield ReasoningStart(reasoning_id)
+            for word in _WORDS.findall("I will repeat what I was given."):
+                yield ReasoningDelta(reasoning_id, word)
+            yield ReasoningEnd(reasoning_id)
+
+        text_id = new_id("msg")
+        yield TextStart(text_id)
+        for count, word in enumerate(words):
+            if fail_after is not None and count >= int(fail_after):
+                raise ProviderError(f"builtin:echo failed on purpose after {count} words (fail_after)")
+            if delay:
+                await asyncio.sleep(delay)
+            yield TextDelta(text_id, word)
+        yield TextEnd(text_id)
+        yield Usage(input_tokens=sum(1 for _ in request.messages), output_tokens=len(words))
+        yield ModelFinished("stop")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

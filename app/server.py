@@ -1,0 +1,171 @@
+"""``create_app()``: the routes, the request checks, and the process-wide resources.
+
+Every protocol adapter gets two routes: ``POST /agents/{agent}/{route}`` and its short
+``default_path`` for the default agent. Every refusal is a JSON error naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from app.agents import Agent, AgentRegistry
+from app.config import Config, default_config
+from app.errors import RequestError
+from app.protocol import UIProtocol, discover_protocols
+from app.runner import run_agent
+from app.sse import EventStreamResponse
+
+__all__ = ["create_app", "error_response"]
+
+logger = logging.getLogger("chatgate.server")
+
+
+def error_response(error: RequestError) -> JSONResponse:
+    """The JSON body of a refused request: ``{"error": {"code", "message", "details"?}}``."""
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.details:
+        body["details"] = error.details
+    return JSONResponse({"error": body}, status_code=error.status)
+
+
+def create_app(config: Config | None = None, *, protocols: Sequence[UIProtocol] | None = None) -> Starlette:
+    """The chatgate ASGI app for ``config`` (the built-in default agent when None)."""
+    config = config if config is not None else default_config()
+    protocols = list(protocols) if protocols is not None else discover_protocols()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(timeout=None) as http_client:
+            registry = AgentRegistry(config, http_client)
+            app.state.agents = registry
+            try:
+                yield
+            finally:
+                await registry.aclose()
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
+    ]
+    for protocol in protocols:
+        endpoint = _chat_endpoint(protocol, config)
+        routes.append(Route(f"/agents/{{agent}}/{protocol.route}", endpoint, methods=["POST"]))
+        routes.append(Route(protocol.default_path, endpoint, methods=["POST"]))
+
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            RequestError: _request_error_handler,
+            HTTPException: _http_error_handler,
+            Exception: _unexpected_error_handler,
+        },
+    )
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
+    async def list_agents(request: Request) -> Response:
+        registry: AgentRegistry = request.app.state.agents
+        default = registry.default
+        agents = [
+            {
+                "name": agent.name,
+                "model": agent.config.model,
+                "manage_system_prompt": agent.config.manage_system_prompt,
+                "default": default is not None and agent.name == default.name,
+                "description": agent.config.description,
+                "protocols": {protocol.name: f"/agents/{agent.name}/{protocol.route}" for protocol in protocols},
+            }
+            for agent in registry
+        ]
+        return JSONResponse({"agents": agents})
+
+    return list_agents
+
+
+def _chat_endpoint(protocol: UIProtocol, config: Config) -> Any:
+    limit = config.server.max_body_bytes
+    keepalive = config.server.keepalive_seconds
+
+    async def chat(request: Request) -> Response:
+        agent = _resolve_agent(request)
+        _check_content_type(request)
+        body = await _read_body(request, limit)
+        run_input = protocol.decode(body)
+        events = run_agent(agent, run_input)
+        frames = protocol.encode(run_input, agent.config, events)
+        return EventStreamResponse(frames, protocol.headers(agent.config), keepalive=keepalive)  # type: ignore[return-value]
+
+    return chat
+
+
+def _resolve_agent(request: Request) -> Agent:
+    registry: AgentRegistry = request.app.state.agents
+    name = request.path_params.get("agent")
+    if name is None:
+        agent = registry.default
+        if agent is None:
+            raise RequestError(
+                404, "no_default_agent", "no default agent is configured: set default = true on one agent"
+            )
+        return agent
+    agent = registry.get(name)
+    if agent is None:
+        raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
+    return agent
+
+
+def _check_content_type(request: Request) -> None:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise RequestError(
+            415,
+            "unsupported_media_type",
+            f"the body must be JSON sent as content-type: application/json (got {content_type or 'none'!r})",
+        )
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(limit)
+    return bytes(body)
+
+
+def _too_large(limit: int) -> RequestError:
+    return RequestError(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
+
+
+async def _request_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestError)
+    return error_response(exc)
+
+
+async def _http_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return error_response(RequestError(exc.status_code, code, str(exc.detail)))
+
+
+async def _unexpected_error_handler(request: Request, exc: Exception) -> Response:
+    logger.exception("unexpected error handling %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": {"code": "internal_error", "message": "An internal error occurred."}}, 500)

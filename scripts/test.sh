@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything the tests need (Python packages into .venv, the real Node UI clients into
+# tests/clients/node_modules), then run the linters, the type checker and the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[test]'
+(cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/python -m pytest "$@"
