@@ -1,0 +1,87 @@
+"""Shared test factories: a live chatgate on a loopback port, and the real Node UI clients."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from app.config import Config, parse_config
+from app.server import create_app
+
+CLIENTS_DIR = Path(__file__).parent / "clients"
+
+
+class LiveServer:
+    """chatgate running under uvicorn in a background thread, on 127.0.0.1 and a free port."""
+
+    def __init__(self, config: Config) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning", lifespan="on"))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("chatgate did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+
+def make_config(agents: dict[str, dict[str, Any]], **top: Any) -> Config:
+    """A validated Config from plain dicts, as if read from a file in this directory."""
+    return parse_config({"agents": agents, **top}, base_dir=Path(__file__).parent)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Config], str]]:
+    """Start chatgate with a config; returns its base URL. Every server started is stopped after the test."""
+    servers: list[LiveServer] = []
+
+    def start(config: Config) -> str:
+        server = LiveServer(config)
+        server.start()
+        servers.append(server)
+        return server.url
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -> Any:
+    """Run ``tests/clients/<script>`` with ``request`` as JSON on stdin; return its JSON stdout.
+
+    A client that exits non-zero (a rejected stream, a schema error, a missing header) fails the test
+    with its stderr.
+    """
+    if not (CLIENTS_DIR / "node_modules").is_dir():
+        pytest.fail("tests/clients/node_modules is missing: run scripts/test.sh, which installs the Node clients")
+    completed = subprocess.run(
+        ["node", str(CLIENTS_DIR / script)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if completed.returncode != 0:
+        pytest.fail(f"{script} failed (exit {completed.returncode}):\n{completed.stderr}\n{completed.stdout}")
+    return json.loads(completed.stdout)
