@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from starlette.types import ASGIApp
 
 from app.config import Config, parse_config
 from app.server import create_app
@@ -23,12 +24,12 @@ CLIENTS_DIR = Path(__file__).parent / "clients"
 class LiveServer:
     """chatgate running under uvicorn in a background thread, on 127.0.0.1 and a free port."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning", lifespan="on"))
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     def start(self) -> None:
@@ -56,7 +57,7 @@ def serve() -> Iterator[Callable[[Config], str]]:
     servers: list[LiveServer] = []
 
     def start(config: Config) -> str:
-        server = LiveServer(config)
+        server = LiveServer(create_app(config))
         server.start()
         servers.append(server)
         return server.url

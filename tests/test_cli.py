@@ -1,0 +1,85 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+
+def test_check_config_accepts_a_valid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ok.toml"
+    path.write_text('[agents.bot]\nmodel = "builtin:echo"\n')
+    assert main(["check-config", str(path)]) == 0
+    assert "ok (1 agent(s); default: bot)" in capsys.readouterr().out
+
+
+def test_check_config_exits_non_zero_naming_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[agents.bot]\nmodel = "builtin:echo"\nmanage_system_prompt = "nobody"\nextra = 1\n')
+    assert main(["check-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "agents.bot.manage_system_prompt:" in err
+    assert "agents.bot.extra: unknown key" in err
+
+
+def test_serve_refuses_an_invalid_config_before_binding(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[agents.bot]\n")
+    completed = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--port", "1", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert "agents.bot.model: required key is missing" in completed.stderr
+
+
+def test_serve_reads_the_config_path_from_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("nonsense = true\n")
+    completed = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={"CHATGATE_CONFIG": str(path), "PATH": "/usr/bin:/bin"},
+    )
+    assert completed.returncode == 2
+    assert "nonsense: unknown key" in completed.stderr
+
+
+def test_the_installed_command_serves_the_builtin_agent_with_no_config() -> None:
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = Path(sys.executable).with_name("chatgate")
+    process = subprocess.Popen([str(command), "serve", "--port", str(port)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz")
+                break
+            except httpx.ConnectError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    process.kill()
+                    assert process.stderr is not None
+                    pytest.fail(f"chatgate serve did not start:\n{process.stderr.read().decode()}")
+                time.sleep(0.1)
+        assert health.json() == {"status": "ok"}
+        agents = httpx.get(f"http://127.0.0.1:{port}/agents").json()["agents"]
+        assert [(a["name"], a["model"], a["default"]) for a in agents] == [("assistant", "builtin:echo", True)]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stderr is not None
+        process.stderr.close()

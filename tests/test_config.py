@@ -1,0 +1,99 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from app.config import default_config, load_config, parse_config
+from app.errors import ConfigError
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems_of(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    return caught.value.problems
+
+
+def test_a_toml_file_defines_agents_with_documented_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "c.toml", '[agents.bot]\nmodel = "builtin:echo"\n'))
+    bot = config.agents["bot"]
+    assert (bot.manage_system_prompt, bot.system_prompt_fallback, bot.vercel_ai_version) == ("server", False, "v6")
+    assert config.server.max_body_bytes == 1024 * 1024
+    assert config.default_agent == "bot"  # the only agent is the default
+
+
+def test_the_same_structure_in_json_is_accepted(tmp_path: Path) -> None:
+    data = {"agents": {"a": {"model": "builtin:echo"}, "b": {"model": "builtin:echo", "default": True}}}
+    config = load_config(write(tmp_path / "c.json", json.dumps(data)))
+    assert config.default_agent == "b"
+
+
+def test_several_agents_and_none_marked_default_means_no_default(tmp_path: Path) -> None:
+    text = '[agents.a]\nmodel = "builtin:echo"\n[agents.b]\nmodel = "builtin:echo"\n'
+    assert load_config(write(tmp_path / "c.toml", text)).default_agent is None
+
+
+def test_env_and_file_references_are_resolved(tmp_path: Path) -> None:
+    write(tmp_path / "prompt.md", "You are terse.")
+    data = {"agents": {"a": {"model": "builtin:echo", "system_prompt": "${file:prompt.md} ${env:TONE} $${env:X}"}}}
+    config = parse_config(data, base_dir=tmp_path, environ={"TONE": "Be dry."})
+    assert config.agents["a"].system_prompt == "You are terse. Be dry. ${env:X}"
+
+
+def test_every_problem_is_reported_with_its_key_path(tmp_path: Path) -> None:
+    text = """
+unknown_top = 1
+[server]
+max_body_bytes = -5
+[agents.a]
+model = "builtin:echo"
+manage_system_prompt = "boss"
+colour = "red"
+system_prompt = "${env:CHATGATE_TEST_SURELY_UNSET}"
+[agents.b]
+default = true
+"""
+    problems = problems_of(write(tmp_path / "c.toml", text))
+    assert "unknown_top: unknown key" in problems
+    assert any(p.startswith("server.max_body_bytes:") for p in problems)
+    assert "agents.a.colour: unknown key" in problems
+    assert any(p.startswith("agents.a.manage_system_prompt:") and "'server' or 'client'" in p for p in problems)
+    assert "agents.a.system_prompt: environment variable CHATGATE_TEST_SURELY_UNSET is not set" in problems
+    assert "agents.b.model: required key is missing" in problems
+
+
+def test_cross_key_rules_name_the_key_to_fix(tmp_path: Path) -> None:
+    text = """
+[agents.a]
+model = "builtin:echo"
+default = true
+[agents.b]
+model = "builtin:nonsense"
+default = true
+"""
+    problems = problems_of(write(tmp_path / "c.toml", text))
+    assert "agents.b.default: only one agent may be the default (also a)" in problems
+    assert any(p.startswith("agents.b.model: the built-in provider has only") for p in problems)
+
+
+def test_a_missing_file_reference_is_named(tmp_path: Path) -> None:
+    problems = problems_of(
+        write(tmp_path / "c.toml", '[agents.a]\nmodel = "builtin:echo"\nsystem_prompt = "${file:nope.md}"\n')
+    )
+    assert problems[0].startswith("agents.a.system_prompt: cannot read file 'nope.md'")
+
+
+def test_unreadable_or_malformed_files_are_config_errors(tmp_path: Path) -> None:
+    assert "cannot read" in problems_of(tmp_path / "absent.toml")[0]
+    assert "not valid TOML" in problems_of(write(tmp_path / "bad.toml", "agents = ["))[0]
+    assert "not valid JSON" in problems_of(write(tmp_path / "bad.json", "{"))[0]
+
+
+def test_the_default_config_is_one_agent_on_the_builtin_model() -> None:
+    config = default_config()
+    assert config.default_agent == "assistant"
+    assert config.agents["assistant"].model == "builtin:echo"
