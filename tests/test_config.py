@@ -97,3 +97,9 @@ def test_the_default_config_is_one_agent_on_the_builtin_model() -> None:
     config = default_config()
     assert config.default_agent == "assistant"
     assert config.agents["assistant"].model == "builtin:echo"
+
+
+def test_the_shipped_example_config_is_valid() -> None:
+    example = Path(__file__).parent.parent / "docs" / "examples" / "chatgate.toml"
+    config = load_config(example)
+    assert config.default_agent == "assistant"

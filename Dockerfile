@@ -1,0 +1,16 @@
+# chatgate: one process, configured by one file mounted at $CHATGATE_CONFIG.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /srv/chatgate
+
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY adapters ./adapters
+RUN pip install --no-cache-dir . && useradd --system --no-create-home chatgate
+
+USER chatgate
+EXPOSE 8000
+HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"]
+CMD ["chatgate", "serve", "--host", "0.0.0.0", "--port", "8000"]
