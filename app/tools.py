@@ -1,0 +1,148 @@
+"""Server tools: Python functions chatgate runs for the model.
+
+An operator names a function by import path (``package.module:function``). Its JSON Schema comes from
+the function's type hints (or is given explicitly), its docstring is the default description, and every
+call validates the model's arguments first. Sync functions run in a worker thread so they never block
+the event loop; every call has a timeout; any exception becomes an error result the model sees instead
+of a crashed run. Code named in the config is trusted operator code.
+
+A timed-out sync function cannot be interrupted: its thread runs to completion in the background and its
+result is discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import to_json
+
+from app.run_input import ToolDefinition
+
+__all__ = ["ServerTool", "ToolOutcome", "import_function"]
+
+logger = logging.getLogger("chatgate.tools")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What a tool call produced: text for the model, and whether it is an error."""
+
+    content: str
+    is_error: bool = False
+
+
+def import_function(path: str) -> Callable[..., Any]:
+    """The callable at ``package.module:function``; ``ValueError`` says what is wrong with the path."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{path!r} is not of the form package.module:function")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name!r}: {exc}") from exc
+    for name in attribute.split("."):
+        target = getattr(target, name, None)
+        if target is None:
+            raise ValueError(f"{module_name!r} has no attribute {attribute!r}")
+    if not callable(target):
+        raise ValueError(f"{path!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]:
+    hints = get_type_hints(function)
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(parameter.name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (annotation, default)
+    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _without_titles(schema: Any) -> Any:
+    """Drop pydantic's generated ``title`` strings: noise for a model (a property named title stays)."""
+    if isinstance(schema, dict):
+        return {
+            key: _without_titles(value)
+            for key, value in schema.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    return schema
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTool:
+    """A function chatgate runs when the model calls ``name``."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    function: Callable[..., Any]
+    arguments: type[BaseModel]
+    timeout: float = 30.0
+    requires_approval: bool = False
+
+    @classmethod
+    def from_function(
+        cls,
+        name: str,
+        function: Callable[..., Any],
+        *,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        timeout: float = 30.0,
+        requires_approval: bool = False,
+    ) -> ServerTool:
+        """Build a tool whose schema comes from ``function``'s type hints unless ``parameters`` is given."""
+        arguments = _arguments_model(name, function)
+        schema = dict(parameters) if parameters is not None else _without_titles(arguments.model_json_schema())
+        return cls(
+            name=name,
+            description=description if description is not None else inspect.getdoc(function) or "",
+            parameters=schema,
+            function=function,
+            arguments=arguments,
+            timeout=timeout,
+            requires_approval=requires_approval,
+        )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """How the tool is offered to the model."""
+        return ToolDefinition(self.name, self.description, self.parameters)
+
+    async def call(self, arguments_json: str) -> ToolOutcome:
+        """Validate the model's arguments and run the function; failures come back as error outcomes."""
+        try:
+            arguments = self.arguments.model_validate_json(arguments_json or "{}")
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors(include_url=False)
+            )
+            return ToolOutcome(f"Invalid arguments for {self.name}: {problems}", is_error=True)
+        kwargs = {field: getattr(arguments, field) for field in type(arguments).model_fields}
+        try:
+            async with asyncio.timeout(self.timeout):
+                if inspect.iscoroutinefunction(self.function):
+                    result = await self.function(**kwargs)
+                else:
+                    result = await anyio.to_thread.run_sync(lambda: self.function(**kwargs), abandon_on_cancel=True)
+        except TimeoutError:
+            logger.warning("tool %r timed out after %ss", self.name, self.timeout)
+            return ToolOutcome(f"{self.name} timed out after {self.timeout:g} seconds", is_error=True)
+        except Exception as exc:
+            logger.warning("tool %r raised %s: %s", self.name, type(exc).__name__, exc)
+            return ToolOutcome(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return ToolOutcome(result if isinstance(result, str) else to_json(result).decode())

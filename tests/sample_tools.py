@@ -1,0 +1,30 @@
+"""Functions the tool tests import by path, as an operator's config would."""
+
+import asyncio
+import time
+from typing import Literal
+
+
+def get_weather(city: str, unit: Literal["c", "f"] = "c") -> dict[str, object]:
+    """Current weather for a city."""
+    return {"city": city, "temperature": 21 if unit == "c" else 70, "unit": unit}
+
+
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    await asyncio.sleep(0)
+    return a + b
+
+
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(reason)
+
+
+def slow(seconds: float) -> str:
+    """Sleeps in a thread."""
+    time.sleep(seconds)
+    return "done"
+
+
+NOT_CALLABLE = 42
