@@ -59,9 +59,9 @@ class Conversation:
         """Append messages; the first ones added put the seeded system message at the head."""
         if not messages:
             return
-        seeding = not self._messages and self._system_message is not None
-        if seeding and not isinstance(messages[0], SystemMessage):
-            self._messages.append(SystemMessage(self._system_message, id=new_id("sys")))
+        seed = self._system_message if not self._messages else None
+        if seed is not None and not isinstance(messages[0], SystemMessage):
+            self._messages.append(SystemMessage(seed, id=new_id("sys")))
         self._messages.extend(messages)
 
     def reset(self, system_message: str | _Keep | None = KEEP) -> None:
