@@ -30,7 +30,9 @@ __all__ = [
     "TextStart",
     "ToolCallDelta",
     "ToolCallEnd",
+    "ToolApprovalRequested",
     "ToolCallStart",
+    "ToolDenied",
     "ToolResult",
     "Usage",
 ]
@@ -118,6 +120,23 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolApprovalRequested:
+    """A server tool call waits for a human: the run ends, and the client answers with ``approval_id``."""
+
+    tool_call_id: str
+    tool_name: str
+    approval_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDenied:
+    """A human denied a tool call; the model is told so and the tool never ran."""
+
+    tool_call_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts for one model call."""
 
@@ -173,6 +192,8 @@ RunEvent: TypeAlias = (
     | ToolCallDelta
     | ToolCallEnd
     | ToolResult
+    | ToolApprovalRequested
+    | ToolDenied
     | Usage
     | ModelFinished
     | StepStarted

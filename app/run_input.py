@@ -8,7 +8,7 @@ from typing import Any
 
 from app.history import Message
 
-__all__ = ["RunInput", "ToolDefinition"]
+__all__ = ["ApprovalResponse", "RunInput", "ToolDefinition"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,12 +21,27 @@ class ToolDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalResponse:
+    """A human's answer to a ``ToolApprovalRequested``: honoured only if ``approval_id`` verifies.
+
+    ``tool_call_id`` is set when the protocol names the call (useChat); AG-UI names only the approval.
+    """
+
+    approval_id: str
+    approved: bool
+    reason: str = ""
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RunInput:
     """What a UI client asked for: the history as sent, client-side tools and request facts.
 
     ``thread_id`` is the conversation (AG-UI ``threadId``, useChat chat ``id``); ``run_id`` names
     this run. ``variables`` are request-scoped values a client sent (AG-UI context and forwarded
-    props, extra useChat body fields); only operator-allowed ones are ever used.
+    props, extra useChat body fields); only operator-allowed ones are ever used. ``approvals`` are
+    answers to tool approval requests; ``continue_message_id`` is the assistant message a useChat
+    client asks to continue (after a tool output or an approval) instead of starting a new one.
     """
 
     messages: tuple[Message, ...]
@@ -34,4 +49,5 @@ class RunInput:
     run_id: str = ""
     tools: tuple[ToolDefinition, ...] = ()
     variables: Mapping[str, Any] = field(default_factory=dict)
+    approvals: tuple[ApprovalResponse, ...] = ()
     continue_message_id: str | None = None
