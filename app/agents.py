@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
+from app.approvals import ApprovalSigner
 from app.config import AgentConfig, Config
 from app.providers import Provider, build_provider
+from app.run_input import ToolDefinition
+from app.tools import ServerTool
 
 __all__ = ["Agent", "AgentRegistry"]
 
 
 @dataclass(frozen=True, slots=True)
 class Agent:
-    """One configured agent, ready to run."""
+    """One configured agent, ready to run.
+
+    ``server_tools`` run inside chatgate; ``client_tools`` are tools the frontend runs that the agent
+    declares itself (useChat requests carry no tool definitions). ``approvals`` signs and checks the
+    tokens of tool calls that wait for a human.
+    """
 
     name: str
     config: AgentConfig
     provider: Provider
+    server_tools: Mapping[str, ServerTool] = field(default_factory=dict)
+    client_tools: tuple[ToolDefinition, ...] = ()
+    max_steps: int = 10
+    approvals: ApprovalSigner = field(default_factory=ApprovalSigner)
 
 
 class AgentRegistry:

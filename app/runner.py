@@ -1,20 +1,51 @@
-"""One run: the system-prompt policy, the model call, and exactly one terminal event."""
+"""One run: the system-prompt policy, model calls and server tool steps, and one terminal event.
+
+A run is a loop of model calls ("steps"). After a call that ends in tool calls:
+
+- server tools run here and their results go back to the model in the next step;
+- a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a token
+  signed over the exact call); the next request's approval runs it or reports it denied;
+- a tool the frontend runs ends the run, and the client's next request carries the result.
+
+Only calls the server itself saw the model make in this run, or that carry a valid approval token, are
+ever executed: a tool call in client-sent history is never run on the client's word.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 from app.agents import Agent
+from app.assembly import MessageAssembler
 from app.errors import ProviderError
-from app.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFinished, StepStarted
+from app.events import (
+    FinishReason,
+    ModelFinished,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolApprovalRequested,
+    ToolDenied,
+    ToolResult,
+)
+from app.history import AssistantMessage, Message, ToolCallPart, ToolMessage
+from app.ids import new_id
 from app.policy import apply_system_prompt_policy
 from app.providers import ModelRequest
-from app.run_input import RunInput
+from app.run_input import ApprovalResponse, RunInput, ToolDefinition
 
-__all__ = ["build_model_request", "run_agent"]
+__all__ = ["NOT_RUN", "build_model_request", "run_agent"]
 
 logger = logging.getLogger("chatgate.runner")
+
+NOT_RUN = "This tool call was not run: the server has no record of making it."
 
 
 def build_model_request(agent: Agent, run_input: RunInput) -> ModelRequest:
@@ -30,9 +61,17 @@ def build_model_request(agent: Agent, run_input: RunInput) -> ModelRequest:
     return ModelRequest(
         model=config.model_name,
         messages=result.messages,
-        tools=run_input.tools,
+        tools=_offered_tools(agent, run_input),
         settings=config.model_settings,
     )
+
+
+def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, ...]:
+    """Server tools, then the agent's declared client tools, then the client's; a name is offered once."""
+    offered: dict[str, ToolDefinition] = {name: tool.definition for name, tool in agent.server_tools.items()}
+    for tool in (*agent.client_tools, *run_input.tools):
+        offered.setdefault(tool.name, tool)
+    return tuple(offered.values())
 
 
 async def run_agent(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
@@ -40,27 +79,119 @@ async def run_agent(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent
 
     Failures are logged here with their detail and reach the client only as a short message.
     """
-    step = "model-call-1"
     try:
-        request = build_model_request(agent, run_input)
-        yield StepStarted(step)
-        reason: RunFinished | None = None
-        async for event in agent.provider.stream(request):
-            if type(event) is ModelFinished:
-                reason = RunFinished(event.reason)
-                continue
+        async for event in _run(agent, run_input):
             yield event
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
         yield RunFailed(exc.public_message, code="model_error")
-        return
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
         yield RunFailed("An internal error occurred.", code="internal_error")
+
+
+async def _run(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
+    request = build_model_request(agent, run_input)
+    history = list(request.messages)
+    if agent.server_tools:
+        async for event in _settle_pending_calls(agent, run_input, history):
+            yield event
+
+    for step in range(1, agent.max_steps + 1):
+        name = f"model-call-{step}"
+        yield StepStarted(name)
+        assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
+        reason: FinishReason | None = None
+        async for event in agent.provider.stream(replace(request, messages=tuple(history))):
+            if type(event) is ModelFinished:
+                reason = event.reason
+                continue
+            if assembler is not None:
+                assembler.feed(event)
+            yield event
+        if reason is None:
+            raise ProviderError(
+                "the model stream ended without finishing", public_message="The model stream ended early."
+            )
+        yield StepFinished(name, reason)
+        if reason != "tool_calls" or assembler is None:
+            yield RunFinished(reason)
+            return
+
+        message = assembler.message()
+        history.append(message)
+        paused = False
+        for call in message.tool_calls:
+            tool = agent.server_tools.get(call.name)
+            if tool is None:
+                paused = True  # the frontend runs this one; its result comes with the next request
+            elif tool.requires_approval:
+                paused = True
+                token = agent.approvals.token(call.tool_call_id, call.name, call.arguments)
+                yield ToolApprovalRequested(call.tool_call_id, call.name, token)
+            else:
+                result = await _call(agent, call)
+                history.append(_as_message(result))
+                yield result
+        if paused:
+            yield RunFinished("tool_calls")
+            return
+
+    logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
+    notice = new_id("msg")
+    yield TextStart(notice)
+    yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
+    yield TextEnd(notice)
+    yield RunFinished("other")
+
+
+async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list[Message]) -> AsyncIterator[RunEvent]:
+    """Give every unanswered server tool call in the history a result before the model is called.
+
+    A call with a valid approval runs, or is reported denied, and the client sees the outcome. Any
+    other never runs: the model is told so, and the client, which never saw it run, is told nothing.
+    """
+    answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
+    last_assistant = next((m for m in reversed(history) if isinstance(m, AssistantMessage)), None)
+    if last_assistant is None:
         return
-    if reason is None:
-        logger.error("agent %r run %r: the model stream ended without finishing", agent.name, run_input.run_id)
-        yield RunFailed("The model stream ended early.", code="model_error")
-        return
-    yield StepFinished(step, reason.reason)
-    yield reason
+    insert_at = history.index(last_assistant) + 1
+    for call in last_assistant.tool_calls:
+        tool = agent.server_tools.get(call.name)
+        if tool is None or call.tool_call_id in answered:
+            continue
+        approval = _verified_approval(agent, run_input, call) if tool.requires_approval else None
+        event: ToolResult | ToolDenied | None = None
+        if approval is None:
+            history.insert(insert_at, ToolMessage(call.tool_call_id, NOT_RUN, is_error=True))
+        elif approval.approved:
+            event = await _call(agent, call)
+        else:
+            event = ToolDenied(call.tool_call_id, approval.reason)
+        if event is not None:
+            history.insert(insert_at, _as_message(event))
+            yield event
+        insert_at += 1
+
+
+def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) -> ApprovalResponse | None:
+    for approval in run_input.approvals:
+        if approval.tool_call_id not in (None, call.tool_call_id):
+            continue
+        if agent.approvals.verify(approval.approval_id, call.tool_call_id, call.name, call.arguments):
+            return approval
+        if approval.tool_call_id == call.tool_call_id:
+            logger.warning("agent %r: refused a forged approval for tool call %r", agent.name, call.tool_call_id)
+    return None
+
+
+async def _call(agent: Agent, call: ToolCallPart) -> ToolResult:
+    outcome = await agent.server_tools[call.name].call(call.arguments)
+    return ToolResult(call.tool_call_id, outcome.content, outcome.is_error)
+
+
+def _as_message(event: ToolResult | ToolDenied) -> ToolMessage:
+    if isinstance(event, ToolDenied):
+        reason = f" Reason: {event.reason}" if event.reason else ""
+        return ToolMessage(event.tool_call_id, f"The user denied this tool call.{reason}", is_error=True)
+    return ToolMessage(event.tool_call_id, event.content, is_error=event.is_error)
