@@ -5,6 +5,10 @@ text of its system prompt (or that it got none) and the last user message, strea
 That makes the system-prompt policy visible from curl or a browser. It is a development aid, not a
 language model.
 
+It can also exercise tools: a last user message ``/call NAME {"json": "arguments"}`` makes it call the
+offered tool NAME with those arguments, and when the history ends with tool results it answers by
+stating them (``Tool results: ...``).
+
 Settings (an agent's ``model_settings``):
 
 - ``delay``: seconds to wait before each word (default 0).
@@ -29,19 +33,28 @@ from app.events import (
     TextDelta,
     TextEnd,
     TextStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
     Usage,
 )
-from app.history import UserMessage, system_text
+from app.history import ToolMessage, UserMessage, system_text
 from app.ids import new_id
 from app.providers.base import ModelRequest
 
 __all__ = ["EchoModel", "echo_reply"]
 
 _WORDS = re.compile(r"\S+\s*|\s+")
+_CALL = re.compile(r"^/call\s+([A-Za-z0-9_.-]+)\s*(.*)$", re.DOTALL)
 
 
 def echo_reply(request: ModelRequest) -> str:
     """The text ``builtin:echo`` answers ``request`` with."""
+    results = _trailing_tool_results(request)
+    if results:
+        return "Tool results: " + "; ".join(
+            f"{m.tool_call_id} {'failed' if m.is_error else 'returned'}: {m.content}" for m in results
+        )
     prompt = system_text(request.messages)
     last_user = next(
         (message.text for message in reversed(request.messages) if isinstance(message, UserMessage)),
@@ -50,6 +63,26 @@ def echo_reply(request: ModelRequest) -> str:
     prompt_line = f"System prompt: {prompt}" if prompt is not None else "System prompt: (none)"
     user_line = f"Last user message: {last_user}" if last_user is not None else "Last user message: (none)"
     return f"{prompt_line}\n{user_line}"
+
+
+def _trailing_tool_results(request: ModelRequest) -> list[ToolMessage]:
+    results: list[ToolMessage] = []
+    for message in reversed(request.messages):
+        if not isinstance(message, ToolMessage):
+            break
+        results.insert(0, message)
+    return results
+
+
+def _requested_call(request: ModelRequest) -> tuple[str, str] | None:
+    """``(tool name, arguments)`` when the last message is a user's ``/call NAME {...}``."""
+    last = request.messages[-1] if request.messages else None
+    if not isinstance(last, UserMessage):
+        return None
+    match = _CALL.match(last.text.strip())
+    if match is None:
+        return None
+    return match.group(1), match.group(2).strip() or "{}"
 
 
 class EchoModel:
@@ -72,6 +105,16 @@ class EchoModel:
             for word in _WORDS.findall("I will repeat what I was given."):
                 yield ReasoningDelta(reasoning_id, word)
             yield ReasoningEnd(reasoning_id)
+
+        call = _requested_call(request)
+        if call is not None and any(tool.name == call[0] for tool in request.tools):
+            name, arguments = call
+            call_id = new_id("call")
+            yield ToolCallStart(call_id, name)
+            yield ToolCallDelta(call_id, arguments)
+            yield ToolCallEnd(call_id, arguments)
+            yield ModelFinished("tool_calls")
+            return
 
         text_id = new_id("msg")
         yield TextStart(text_id)

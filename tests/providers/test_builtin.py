@@ -69,3 +69,28 @@ async def test_fail_after_raises_a_provider_error_mid_stream() -> None:
 async def test_an_unknown_builtin_model_is_refused() -> None:
     with pytest.raises(ProviderError):
         await collect(ModelRequest("parrot", HISTORY))
+
+
+def test_after_tool_results_it_states_them() -> None:
+    from app.history import ToolMessage
+
+    history = (*HISTORY, ToolMessage("c1", "21C"), ToolMessage("c2", "boom", is_error=True))
+    assert echo_reply(ModelRequest("echo", history)) == "Tool results: c1 returned: 21C; c2 failed: boom"
+
+
+async def test_slash_call_makes_it_call_an_offered_tool() -> None:
+    from app.events import ToolCallDelta, ToolCallEnd, ToolCallStart
+    from app.run_input import ToolDefinition
+
+    ask = (UserMessage((TextPart('/call get_weather {"city": "Oslo"}'),)),)
+    events = await collect(ModelRequest("echo", ask, tools=(ToolDefinition("get_weather"),)))
+    start, delta, end, finished = events
+    assert isinstance(start, ToolCallStart) and start.name == "get_weather"
+    assert delta == ToolCallDelta(start.tool_call_id, '{"city": "Oslo"}')
+    assert end == ToolCallEnd(start.tool_call_id, '{"city": "Oslo"}')
+    assert finished == ModelFinished("tool_calls")
+
+
+async def test_slash_call_of_a_tool_not_offered_is_just_echoed() -> None:
+    events = await collect(ModelRequest("echo", (UserMessage((TextPart("/call nope {}"),)),)))
+    assert events[-1] == ModelFinished("stop")
