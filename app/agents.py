@@ -11,7 +11,7 @@ from app.approvals import ApprovalSigner
 from app.config import AgentConfig, Config
 from app.providers import Provider, build_provider
 from app.run_input import ToolDefinition
-from app.tools import ServerTool
+from app.tools import ServerTool, import_function
 
 __all__ = ["Agent", "AgentRegistry"]
 
@@ -34,13 +34,41 @@ class Agent:
     approvals: ApprovalSigner = field(default_factory=ApprovalSigner)
 
 
+def _server_tools(agent: AgentConfig) -> dict[str, ServerTool]:
+    return {
+        name: ServerTool.from_function(
+            name,
+            import_function(tool.function),
+            description=tool.description,
+            parameters=tool.parameters,
+            timeout=tool.timeout,
+            requires_approval=tool.requires_approval,
+        )
+        for name, tool in agent.tools.items()
+    }
+
+
+def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
+    return tuple(ToolDefinition(name, tool.description, tool.parameters) for name, tool in agent.client_tools.items())
+
+
 class AgentRegistry:
     """The agents of one config, looked up by name; the default agent serves the short routes."""
 
     def __init__(self, config: Config, http_client: httpx.AsyncClient) -> None:
         self.config = config
+        secret = config.server.approval_secret
+        approvals = ApprovalSigner(secret.encode() if secret else None)
         self._agents: Mapping[str, Agent] = {
-            name: Agent(name, agent, build_provider(agent, config, http_client))
+            name: Agent(
+                name,
+                agent,
+                build_provider(agent, config, http_client),
+                server_tools=_server_tools(agent),
+                client_tools=_client_tools(agent),
+                max_steps=agent.max_steps,
+                approvals=approvals,
+            )
             for name, agent in config.agents.items()
         }
 

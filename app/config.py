@@ -23,8 +23,10 @@ from app.policy import SystemPromptPolicy
 __all__ = [
     "DEFAULT_AGENT_NAME",
     "AgentConfig",
+    "ClientToolConfig",
     "Config",
     "ServerSettings",
+    "ServerToolConfig",
     "VercelAIVersion",
     "default_config",
     "load_config",
@@ -36,6 +38,7 @@ VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
 
 _REFERENCE = re.compile(r"\$\$\{|\$\{(env|file):([^}]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+_TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 
 class _Strict(BaseModel):
@@ -47,6 +50,24 @@ class ServerSettings(_Strict):
 
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
     keepalive_seconds: float = Field(default=15.0, gt=0)
+    approval_secret: str | None = Field(default=None, min_length=16)
+
+
+class ServerToolConfig(_Strict):
+    """``[agents.NAME.tools.TOOL]``: a Python function chatgate runs for the model."""
+
+    function: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="package.module:function")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    requires_approval: bool = False
+    timeout: float = Field(default=30.0, gt=0)
+
+
+class ClientToolConfig(_Strict):
+    """``[agents.NAME.client_tools.TOOL]``: a tool the frontend runs (useChat requests carry no tools)."""
+
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 class AgentConfig(_Strict):
@@ -60,6 +81,9 @@ class AgentConfig(_Strict):
     vercel_ai_version: VercelAIVersion = "v6"
     model_settings: dict[str, Any] = Field(default_factory=dict)
     description: str = ""
+    tools: dict[str, ServerToolConfig] = Field(default_factory=dict)
+    client_tools: dict[str, ClientToolConfig] = Field(default_factory=dict)
+    max_steps: int = Field(default=10, ge=1)
 
     @property
     def provider_name(self) -> str:
@@ -150,10 +174,34 @@ def _cross_checks(config: Config) -> list[str]:
     for name in defaults[1:]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
+        problems += _tool_problems(name, agent)
         if agent.provider_name not in KNOWN_PROVIDERS:
             problems.append(f"agents.{name}.model: unknown provider {agent.provider_name!r}")
         if agent.provider_name == "builtin" and agent.model_name not in BUILTIN_MODELS:
             problems.append(f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}")
+    return problems
+
+
+def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
+    from app.tools import import_function  # imports operator code: only when a config declares tools
+
+    problems = []
+    for kind, names in (("tools", agent.tools), ("client_tools", agent.client_tools)):
+        problems += [
+            f"agents.{agent_name}.{kind}.{tool}: tool names are 1-64 letters, digits, '_' or '-'"
+            for tool in names
+            if not re.match(_TOOL_NAME, tool)
+        ]
+    problems += [
+        f"agents.{agent_name}.client_tools.{tool}: also declared under tools; a name can be one or the other"
+        for tool in agent.client_tools
+        if tool in agent.tools
+    ]
+    for tool, settings in agent.tools.items():
+        try:
+            import_function(settings.function)
+        except ValueError as exc:
+            problems.append(f"agents.{agent_name}.tools.{tool}.function: {exc}")
     return problems
 
 

@@ -103,3 +103,40 @@ def test_the_shipped_example_config_is_valid() -> None:
     example = Path(__file__).parent.parent / "docs" / "examples" / "chatgate.toml"
     config = load_config(example)
     assert config.default_agent == "assistant"
+
+
+def test_tools_are_declared_per_agent_and_their_functions_must_import(tmp_path: Path) -> None:
+    text = """
+[agents.a]
+model = "builtin:echo"
+max_steps = 3
+[agents.a.tools.get_weather]
+function = "tests.sample_tools:get_weather"
+requires_approval = true
+[agents.a.tools.broken]
+function = "tests.sample_tools:missing"
+[agents.a.client_tools.get_weather]
+description = "clash"
+[agents.a.client_tools."bad name"]
+"""
+    problems = problems_of(write(tmp_path / "c.toml", text))
+    assert problems == [
+        "agents.a.client_tools.bad name: tool names are 1-64 letters, digits, '_' or '-'",
+        "agents.a.client_tools.get_weather: also declared under tools; a name can be one or the other",
+        "agents.a.tools.broken.function: 'tests.sample_tools' has no attribute 'missing'",
+    ]
+
+
+def test_a_valid_tool_config_loads(tmp_path: Path) -> None:
+    text = """
+[agents.a]
+model = "builtin:echo"
+[agents.a.tools.add]
+function = "tests.sample_tools:add"
+timeout = 5
+[agents.a.client_tools.pick_color]
+description = "Ask the user for a colour."
+"""
+    agent = load_config(write(tmp_path / "c.toml", text)).agents["a"]
+    assert (agent.tools["add"].timeout, agent.tools["add"].requires_approval, agent.max_steps) == (5, False, 10)
+    assert agent.client_tools["pick_color"].parameters == {"type": "object", "properties": {}}
