@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
 from app.approvals import ApprovalSigner
 from app.config import AgentConfig, Config
+from app.prompts import CodeSource, PromptTemplate, Variable
 from app.providers import Provider, build_provider
 from app.run_input import ToolDefinition
 from app.tools import ServerTool, import_function
 
-__all__ = ["Agent", "AgentRegistry"]
+__all__ = ["Agent", "AgentRegistry", "prompt_template"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +24,8 @@ class Agent:
 
     ``server_tools`` run inside chatgate; ``client_tools`` are tools the frontend runs that the agent
     declares itself (useChat requests carry no tool definitions). ``approvals`` signs and checks the
-    tokens of tool calls that wait for a human.
+    tokens of tool calls that wait for a human. ``prompt`` is the system prompt, rendered per request;
+    by default it is built from ``config`` with paths relative to the working directory.
     """
 
     name: str
@@ -32,6 +35,39 @@ class Agent:
     client_tools: tuple[ToolDefinition, ...] = ()
     max_steps: int = 10
     approvals: ApprovalSigner = field(default_factory=ApprovalSigner)
+    prompt: PromptTemplate | None = None
+
+    def __post_init__(self) -> None:
+        if self.prompt is None and self.config.system_prompt is not None:
+            object.__setattr__(self, "prompt", prompt_template(self.config, Path.cwd()))
+
+
+def prompt_template(agent: AgentConfig, base_dir: Path) -> PromptTemplate | None:
+    """The agent's system prompt as a template; relative paths start at ``base_dir``."""
+    prompt = agent.system_prompt
+    if prompt is None or isinstance(prompt, str):
+        return PromptTemplate(prompt) if prompt else None
+
+    def code(path: str | None) -> CodeSource | None:
+        return CodeSource(path=base_dir / path) if path else None
+
+    variables = {}
+    for name, variable in prompt.variables.items():
+        if isinstance(variable, str):
+            variables[name] = Variable(name, text=variable)
+            continue
+        condition = variable.condition
+        variables[name] = Variable(
+            name,
+            text=variable.text,
+            files=tuple(base_dir / file for file in variable.files or ()),
+            code=base_dir / variable.code if variable.code else None,
+            inline_code=variable.inline_code,
+            condition=(code(condition.code) or CodeSource(inline=condition.inline_code)) if condition else None,
+            runtime_code=code(variable.runtime_code),
+            client_overridable=variable.client_overridable,
+        )
+    return PromptTemplate(prompt.template, variables, code(prompt.runtime_code), timeout=prompt.timeout)
 
 
 def _server_tools(agent: AgentConfig) -> dict[str, ServerTool]:
@@ -68,6 +104,7 @@ class AgentRegistry:
                 client_tools=_client_tools(agent),
                 max_steps=agent.max_steps,
                 approvals=approvals,
+                prompt=prompt_template(agent, config.base_dir),
             )
             for name, agent in config.agents.items()
         }

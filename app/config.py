@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from app.errors import ConfigError
 from app.policy import SystemPromptPolicy
@@ -24,9 +24,12 @@ __all__ = [
     "DEFAULT_AGENT_NAME",
     "AgentConfig",
     "ClientToolConfig",
+    "CodeConfig",
     "Config",
     "ServerSettings",
     "ServerToolConfig",
+    "SystemPromptConfig",
+    "VariableConfig",
     "VercelAIVersion",
     "default_config",
     "load_config",
@@ -70,11 +73,54 @@ class ClientToolConfig(_Strict):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
+class CodeConfig(_Strict):
+    """Python for a condition: a file (``code``) or inline text (``inline_code``), exactly one."""
+
+    code: str | None = None
+    inline_code: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CodeConfig:
+        if (self.code is None) == (self.inline_code is None):
+            raise ValueError("give exactly one of code or inline_code")
+        return self
+
+
+class VariableConfig(_Strict):
+    """One template variable in object form: exactly one of text, files, code or inline_code."""
+
+    text: str | None = None
+    files: list[str] | None = None
+    code: str | None = None
+    inline_code: str | None = None
+    condition: CodeConfig | None = None
+    runtime_code: str | None = None
+    client_overridable: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> VariableConfig:
+        sources = [self.text, self.files, self.code, self.inline_code]
+        if sum(source is not None for source in sources) != 1:
+            raise ValueError("give exactly one of text, files, code or inline_code")
+        return self
+
+
+class SystemPromptConfig(_Strict):
+    """A templated system prompt: ``{{NAME}}`` placeholders filled per request (see app/prompts.py)."""
+
+    template: str
+    variables: dict[str, str | VariableConfig] = Field(default_factory=dict)
+    runtime_code: str | None = None
+    timeout: float = Field(default=10.0, gt=0)
+
+
 class AgentConfig(_Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
     model: str = Field(pattern=r"^[A-Za-z0-9_.-]+:.+$", description="provider:model")
-    system_prompt: str | None = None
+    system_prompt: str | SystemPromptConfig | None = None
+    instructions: str | None = None
+    allow_request_instructions: bool = False
     manage_system_prompt: SystemPromptPolicy = "server"
     system_prompt_fallback: bool = False
     default: bool = False
@@ -97,7 +143,9 @@ class AgentConfig(_Strict):
 
 
 class Config(_Strict):
-    """The whole config file."""
+    """The whole config file. ``base_dir`` is where its relative paths start."""
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
     server: ServerSettings = Field(default_factory=ServerSettings)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
@@ -109,6 +157,11 @@ class Config(_Strict):
         if bad:
             raise ValueError(f"agent names must match {_NAME}: {', '.join(map(repr, bad))}")
         return agents
+
+    @property
+    def base_dir(self) -> Path:
+        """The directory relative paths in this config start from (the config file's)."""
+        return self._base_dir
 
     @property
     def default_agent(self) -> str | None:
@@ -160,7 +213,8 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, environ: Mapping[st
     try:
         config = Config.model_validate(resolved)
     except ValidationError as exc:
-        raise ConfigError(problems + [_describe(error) for error in exc.errors()]) from None
+        raise ConfigError(problems + _describe_all(exc.errors(), resolved)) from None
+    config._base_dir = base_dir
     problems += _cross_checks(config)
     if problems:
         raise ConfigError(problems)
@@ -175,10 +229,38 @@ def _cross_checks(config: Config) -> list[str]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
         problems += _tool_problems(name, agent)
+        problems += _prompt_problems(name, agent, config.base_dir)
         if agent.provider_name not in KNOWN_PROVIDERS:
             problems.append(f"agents.{name}.model: unknown provider {agent.provider_name!r}")
         if agent.provider_name == "builtin" and agent.model_name not in BUILTIN_MODELS:
             problems.append(f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}")
+    return problems
+
+
+def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
+    from app.prompts import PLACEHOLDER
+
+    prompt = agent.system_prompt
+    if not isinstance(prompt, SystemPromptConfig):
+        return []
+    where = f"agents.{agent_name}.system_prompt"
+    problems = [
+        f"{where}.template: placeholder {{{{{name}}}}} has no variable"
+        for name in dict.fromkeys(PLACEHOLDER.findall(prompt.template))
+        if name not in prompt.variables
+    ]
+    paths: list[tuple[str, str]] = [(f"{where}.runtime_code", prompt.runtime_code)] if prompt.runtime_code else []
+    for name, variable in prompt.variables.items():
+        if isinstance(variable, str):
+            continue
+        key = f"{where}.variables.{name}"
+        paths += [(f"{key}.files.{i}", file) for i, file in enumerate(variable.files or [])]
+        paths += [
+            (f"{key}.{field}", value) for field in ("code", "runtime_code") if (value := getattr(variable, field))
+        ]
+        if variable.condition is not None and variable.condition.code:
+            paths.append((f"{key}.condition.code", variable.condition.code))
+    problems += [f"{key}: no such file {path!r}" for key, path in paths if not (base_dir / path).is_file()]
     return problems
 
 
@@ -242,8 +324,49 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     return ".".join(str(part) for part in path) or "(top level)"
 
 
-def _describe(error: Mapping[str, Any]) -> str:
-    location = _dotted(tuple(part for part in error["loc"] if part != "__root__"))
+def _describe_all(errors: list[Any], data: Any) -> list[str]:
+    """One line per problem, with union branch names removed from the key path.
+
+    A value that may be a string or a table fails both ways; the string branch's "should be a valid
+    string" is dropped whenever the same key (or a key inside it) has a more specific complaint.
+    """
+    located = [(_input_path(error["loc"], data), error) for error in errors]
+    specific = [path for path, error in located if error["type"] != "string_type"]
+    strings = {path for path, error in located if error["type"] == "string_type"}
+    lines = []
+    for path, error in located:
+        if error["type"] == "string_type" and any(other[: len(path)] == path for other in specific):
+            continue
+        if error["type"] in ("model_type", "dict_type") and path in strings:
+            line = f"{_dotted(path)}: must be a string or a table"
+        else:
+            line = _describe(path, error)
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def _input_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
+    """The parts of a pydantic error location that are real keys or indexes of the input."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        elif not (isinstance(node, dict) and isinstance(part, str) and not _looks_like_union_tag(part)):
+            continue
+        path.append(part)
+    return tuple(path)
+
+
+def _looks_like_union_tag(part: str) -> bool:
+    return part in {"str", "int", "float", "bool"} or part[:1].isupper() or "[" in part
+
+
+def _describe(path: tuple[str | int, ...], error: Mapping[str, Any]) -> str:
+    location = _dotted(path)
     if error["type"] == "extra_forbidden":
         return f"{location}: unknown key"
     if error["type"] == "missing":

@@ -134,6 +134,11 @@ class PromptTemplate:
         self._sources = _Sources()
 
     @property
+    def is_static(self) -> bool:
+        """True when the template renders to itself (no variables, no runtime code)."""
+        return not self.variables and self.runtime_code is None
+
+    @property
     def placeholders(self) -> list[str]:
         """The placeholder names in the template, in order of first use."""
         return list(dict.fromkeys(PLACEHOLDER.findall(self.template)))
@@ -150,7 +155,7 @@ class PromptTemplate:
         client_values: Mapping[str, Any] | None = None,
     ) -> str:
         """Render the system prompt for one request, off the event loop; raises ``PromptRenderError``."""
-        if not self.variables and self.runtime_code is None:
+        if self.is_static:
             return self.template
         overrides = dict(values or {})
         for name, value in (client_values or {}).items():

@@ -35,9 +35,10 @@ from app.events import (
     ToolDenied,
     ToolResult,
 )
-from app.history import AssistantMessage, Message, ToolCallPart, ToolMessage
+from app.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
 from app.ids import new_id
 from app.policy import apply_system_prompt_policy
+from app.prompts import PromptRenderError, RequestFacts
 from app.providers import ModelRequest
 from app.run_input import ApprovalResponse, RunInput, ToolDefinition
 
@@ -48,22 +49,53 @@ logger = logging.getLogger("chatgate.runner")
 NOT_RUN = "This tool call was not run: the server has no record of making it."
 
 
-def build_model_request(agent: Agent, run_input: RunInput) -> ModelRequest:
-    """What the model receives for ``run_input``: the history after the agent's system-prompt policy."""
+def build_model_request(agent: Agent, run_input: RunInput, *, system_prompt: str | None = None) -> ModelRequest:
+    """What the model receives for ``run_input``: the history after the agent's system-prompt policy.
+
+    ``system_prompt`` is this request's rendered prompt; without it a static prompt is used as is.
+    Instructions go right after the leading system messages: they reach the model, never the history.
+    """
     config = agent.config
+    if system_prompt is None and agent.prompt is not None and agent.prompt.is_static:
+        system_prompt = agent.prompt.template
     result = apply_system_prompt_policy(
         run_input.messages,
         policy=config.manage_system_prompt,
-        system_prompt=config.system_prompt,
+        system_prompt=system_prompt,
         fallback=config.system_prompt_fallback,
         agent_name=agent.name,
     )
+    messages = result.messages
+    instructions = _instructions(agent, run_input)
+    if instructions:
+        head = next((i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages))
+        messages = (*messages[:head], SystemMessage(instructions, id="instructions"), *messages[head:])
     return ModelRequest(
         model=config.model_name,
-        messages=result.messages,
+        messages=messages,
         tools=_offered_tools(agent, run_input),
         settings=config.model_settings,
     )
+
+
+def _instructions(agent: Agent, run_input: RunInput) -> str:
+    parts = [agent.config.instructions or ""]
+    requested = run_input.variables.get("instructions")
+    if agent.config.allow_request_instructions and isinstance(requested, str):
+        parts.append(requested)
+    return "\n\n".join(part for part in parts if part)
+
+
+async def _render_prompt(agent: Agent, run_input: RunInput) -> str | None:
+    prompt = agent.prompt
+    if prompt is None or prompt.is_static:
+        return None
+    facts = RequestFacts(agent=agent.name, thread_id=run_input.thread_id, config=agent.config.model_dump(mode="json"))
+    try:
+        return await prompt.render(facts, client_values=run_input.variables)
+    except PromptRenderError as exc:
+        logger.error("agent %r run %r: %s", agent.name, run_input.run_id, exc)
+        raise RunError("The system prompt could not be prepared.") from exc
 
 
 def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, ...]:
@@ -85,13 +117,20 @@ async def run_agent(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
         yield RunFailed(exc.public_message, code="model_error")
+    except RunError as exc:
+        yield RunFailed(str(exc), code="run_error")
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
         yield RunFailed("An internal error occurred.", code="internal_error")
 
 
+class RunError(Exception):
+    """A run cannot go on; the message is safe for the client and the detail is already logged."""
+
+
 async def _run(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
-    request = build_model_request(agent, run_input)
+    system_prompt = await _render_prompt(agent, run_input)
+    request = build_model_request(agent, run_input, system_prompt=system_prompt)
     history = list(request.messages)
     if agent.server_tools:
         async for event in _settle_pending_calls(agent, run_input, history):

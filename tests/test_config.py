@@ -140,3 +140,38 @@ description = "Ask the user for a colour."
     agent = load_config(write(tmp_path / "c.toml", text)).agents["a"]
     assert (agent.tools["add"].timeout, agent.tools["add"].requires_approval, agent.max_steps) == (5, False, 10)
     assert agent.client_tools["pick_color"].parameters == {"type": "object", "properties": {}}
+
+
+def test_template_references_are_checked_once_the_structure_is_valid(tmp_path: Path) -> None:
+    text = """
+[agents.a]
+model = "builtin:echo"
+[agents.a.system_prompt]
+template = "{{KNOWN}} {{UNKNOWN}}"
+runtime_code = "absent_runtime.py"
+[agents.a.system_prompt.variables]
+KNOWN = { files = ["absent.md"], condition = { code = "absent_check.py" } }
+"""
+    assert problems_of(write(tmp_path / "c.toml", text)) == [
+        "agents.a.system_prompt.template: placeholder {{UNKNOWN}} has no variable",
+        "agents.a.system_prompt.runtime_code: no such file 'absent_runtime.py'",
+        "agents.a.system_prompt.variables.KNOWN.files.0: no such file 'absent.md'",
+        "agents.a.system_prompt.variables.KNOWN.condition.code: no such file 'absent_check.py'",
+    ]
+
+
+def test_a_value_that_may_be_a_string_or_a_table_gets_one_clear_complaint(tmp_path: Path) -> None:
+    text = """
+[agents.a]
+model = "builtin:echo"
+system_prompt = 7
+[agents.b]
+model = "builtin:echo"
+[agents.b.system_prompt]
+template = "{{TWO}}"
+variables = { TWO = { text = "x", inline_code = "1" } }
+"""
+    assert problems_of(write(tmp_path / "c.toml", text)) == [
+        "agents.a.system_prompt: must be a string or a table",
+        "agents.b.system_prompt.variables.TWO: give exactly one of text, files, code or inline_code",
+    ]
