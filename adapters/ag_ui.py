@@ -1,0 +1,441 @@
+"""The AG-UI protocol (1.0): ``RunAgentInput`` in, an SSE stream of AG-UI events out.
+
+Decoding (``adapters/ag_ui_wire.py`` holds the wire types):
+
+- ``system`` and ``developer`` become ``SystemMessage`` (the role is kept); ``user`` text and content
+  parts become ``UserMessage`` (media with inline data become a ``data:`` URL, media by URL keep it,
+  provider file handles are dropped); ``assistant`` text and ``toolCalls`` become ``AssistantMessage``;
+  ``tool`` becomes ``ToolMessage`` (``error`` marks it failed); ``reasoning`` becomes an
+  ``AssistantMessage`` holding one ``ReasoningPart``. ``activity`` and unknown roles are skipped and
+  logged.
+- ``encryptedValue`` (on a reasoning message or a tool call) becomes the part's ``provider_data``: a
+  JSON object this server sent is restored as that object, anything else is kept whole as
+  ``{"encrypted_value": "<text>"}``.
+- ``RunInput.variables``: the keys of ``forwardedProps`` (when it is an object), over one entry per
+  ``context`` item named by its ``description`` with its ``value``. Only variables the operator
+  declared ``client_overridable`` (and ``instructions``, when allowed) are ever used.
+- ``resume`` entries answer tool approval interrupts: ``resolved`` approves unless the payload is an
+  object with ``"approved": false``; ``cancelled`` denies; a payload ``"reason"`` string is kept.
+
+Encoding: ``RUN_STARTED``, then one event per run event, then exactly one of ``RUN_FINISHED`` or
+``RUN_ERROR``. Reasoning spans open ``REASONING_START`` and ``REASONING_MESSAGE_START`` under the same
+id; ``provider_data`` leaves as ``REASONING_ENCRYPTED_VALUE`` (its JSON text). Token usage is summed
+into ``RUN_FINISHED.usage``; tool approval requests become ``RUN_FINISHED`` interrupts. Frames are
+LF-only and carry no ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from typing import Any
+
+from pydantic_core import to_json
+
+from adapters import ag_ui_wire as wire
+from adapters.base import decode_body, sse_frame
+from app.config import AgentConfig
+from app.events import (
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolApprovalRequested,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolDenied,
+    ToolResult,
+    Usage,
+)
+from app.history import (
+    AssistantMessage,
+    AssistantPart,
+    FilePart,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+    UserPart,
+)
+from app.ids import new_id
+from app.run_input import ApprovalResponse, RunInput, ToolDefinition
+
+__all__ = ["AgUiProtocol", "protocol"]
+
+logger = logging.getLogger("chatgate.adapters.ag_ui")
+
+_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_FRAME_END = b"}\n\n"
+
+
+class AgUiProtocol:
+    """AG-UI 1.0 over SSE. See the module docstring."""
+
+    name = "ag-ui"
+    route = "ag-ui"
+    default_path = "/ag-ui"
+
+    def decode(self, body: bytes) -> RunInput:
+        """Decode a ``RunAgentInput`` body; 400 when it is not JSON, 422 naming each wrong field."""
+        request = decode_body(body, wire.run_agent_input)
+        messages: list[Message] = []
+        skipped: list[str] = []
+        for message in request.messages:
+            decoded = _message(message)
+            if decoded is None:
+                skipped.append(message.role)
+            else:
+                messages.append(decoded)
+        if skipped:
+            logger.info(
+                "run %r: skipped %d message(s) with role(s) %s", request.run_id, len(skipped), sorted(set(skipped))
+            )
+        return RunInput(
+            messages=tuple(messages),
+            thread_id=request.thread_id,
+            run_id=request.run_id,
+            tools=tuple(_tool(tool) for tool in request.tools),
+            variables=_variables(request),
+            approvals=tuple(_approval(entry) for entry in request.resume),
+        )
+
+    def headers(self, agent: AgentConfig) -> Mapping[str, str]:
+        """No caching, no proxy buffering; ``EventStreamResponse`` sets the content type."""
+        return _HEADERS
+
+    def encode(
+        self, run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]
+    ) -> AsyncGenerator[bytes, None]:
+        """The AG-UI event stream for one run; it always ends in ``RUN_FINISHED`` or ``RUN_ERROR``."""
+        return _RunEncoder(run_input, agent).stream(events)
+
+
+protocol = AgUiProtocol()
+"""The entry point registered under ``chatgate.protocols``."""
+
+
+# --- decoding ---------------------------------------------------------------------------------------
+
+
+def _message(message: Any) -> Message | None:
+    if isinstance(message, wire.SystemMessage):
+        return SystemMessage(content=message.content, id=message.id, role=message.role)
+    if isinstance(message, wire.UserMessage):
+        if isinstance(message.content, str):
+            return UserMessage(parts=(TextPart(message.content),), id=message.id)
+        parts = (_user_part(part) for part in message.content)
+        return UserMessage(parts=tuple(part for part in parts if part is not None), id=message.id)
+    if isinstance(message, wire.AssistantMessage):
+        assistant_parts: list[AssistantPart] = [TextPart(message.content)] if message.content else []
+        for call in message.tool_calls or ():
+            provider_data = _provider_data(call.encrypted_value)
+            assistant_parts.append(ToolCallPart(call.id, call.function.name, call.function.arguments, provider_data))
+        return AssistantMessage(parts=tuple(assistant_parts), id=message.id)
+    if isinstance(message, wire.ToolMessage):
+        content = message.content if isinstance(message.content, str) else _tool_text(message.content)
+        if message.error is None:
+            return ToolMessage(message.tool_call_id, content, id=message.id)
+        return ToolMessage(
+            message.tool_call_id,
+            content or message.error,
+            is_error=True,
+            id=message.id,
+            metadata={"error": message.error},
+        )
+    if isinstance(message, wire.ReasoningMessage):
+        reasoning = ReasoningPart(message.content, _provider_data(message.encrypted_value))
+        return AssistantMessage(parts=(reasoning,), id=message.id)
+    return None
+
+
+_DEFAULT_MEDIA_TYPES = {
+    "image": "image/*",
+    "audio": "audio/*",
+    "video": "video/*",
+    "document": "application/octet-stream",
+}
+
+
+def _user_part(part: wire.TextContent | wire.MediaPart | wire.BinaryPart) -> UserPart | None:
+    if isinstance(part, wire.TextContent):
+        return TextPart(part.text)
+    if isinstance(part, wire.BinaryPart):
+        if part.data is not None:
+            return FilePart(part.mime_type, f"data:{part.mime_type};base64,{part.data}", part.filename)
+        if part.url is not None:
+            return FilePart(part.mime_type, part.url, part.filename)
+        logger.info("skipped a binary part that names only a provider file id")
+        return None
+    source = part.source
+    if isinstance(source, wire.DataSource):
+        return FilePart(source.mime_type, f"data:{source.mime_type};base64,{source.value}")
+    if isinstance(source, wire.UrlSource):
+        return FilePart(source.mime_type or _DEFAULT_MEDIA_TYPES[part.type], source.value)
+    logger.info("skipped a %s part held as a provider file handle", part.type)
+    return None
+
+
+def _tool_text(parts: list[wire.TextContent | wire.MediaPart | wire.BinaryPart]) -> str:
+    """A tool result's text parts; media in a tool result has no place in the history yet."""
+    if any(not isinstance(part, wire.TextContent) for part in parts):
+        logger.info("kept only the text parts of a tool result")
+    return "\n\n".join(part.text for part in parts if isinstance(part, wire.TextContent))
+
+
+def _provider_data(encrypted_value: str | None) -> Mapping[str, Any] | None:
+    if encrypted_value is None:
+        return None
+    try:
+        restored = json.loads(encrypted_value)
+    except ValueError:
+        restored = None
+    return restored if isinstance(restored, dict) else {"encrypted_value": encrypted_value}
+
+
+def _tool(tool: wire.Tool) -> ToolDefinition:
+    if tool.parameters is None:
+        return ToolDefinition(tool.name, tool.description)
+    return ToolDefinition(tool.name, tool.description, tool.parameters)
+
+
+def _variables(request: wire.RunAgentInput) -> dict[str, Any]:
+    variables: dict[str, Any] = {item.description: item.value for item in request.context}
+    if isinstance(request.forwarded_props, dict):
+        variables.update(request.forwarded_props)
+    return variables
+
+
+def _approval(entry: wire.ResumeEntry) -> ApprovalResponse:
+    payload = entry.payload if isinstance(entry.payload, dict) else {}
+    approved = entry.status == "resolved" and payload.get("approved") is not False
+    reason = payload.get("reason")
+    return ApprovalResponse(entry.interrupt_id, approved, reason if isinstance(reason, str) else "")
+
+
+# --- encoding ---------------------------------------------------------------------------------------
+
+
+def _prefix(event_type: str, id_key: str, id_value: str) -> bytes:
+    """The bytes of a delta frame up to its delta string: ``data: {"type":…,"<id_key>":…,"delta":``."""
+    return (
+        b'data: {"type":"' + event_type.encode() + b'","' + id_key.encode() + b'":' + to_json(id_value) + b',"delta":'
+    )
+
+
+class _RunEncoder:
+    """The state of one run's stream: what is open, usage so far, interrupts waiting for a human."""
+
+    def __init__(self, run_input: RunInput, agent: AgentConfig) -> None:
+        self._run = {"threadId": run_input.thread_id, "runId": run_input.run_id}
+        self._agent = agent
+        # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
+        self._texts: dict[str, bytes] = {}
+        self._reasoning: dict[str, bytes] = {}
+        self._tool_calls: dict[str, bytes] = {}
+        self._steps: list[str] = []
+        self._parent_message_id: str | None = None
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._interrupts: list[dict[str, Any]] = []
+        self._handlers: dict[type[Any], Callable[[Any], bytes]] = {
+            StepStarted: self._step_started,
+            StepFinished: self._step_finished,
+            TextStart: self._text_start,
+            TextEnd: self._text_end,
+            ReasoningStart: self._reasoning_start,
+            ReasoningEnd: self._reasoning_end,
+            ToolCallStart: self._tool_call_start,
+            ToolCallEnd: self._tool_call_end,
+            ToolResult: self._tool_result,
+            ToolDenied: self._tool_denied,
+            ToolApprovalRequested: self._approval_requested,
+            Usage: self._usage,
+        }
+
+    async def stream(self, events: AsyncIterator[RunEvent]) -> AsyncGenerator[bytes, None]:
+        """Frames for ``events``; ends with exactly one terminal event whatever the iterator does."""
+        yield sse_frame({"type": "RUN_STARTED", **self._run})
+        texts, reasoning, tool_calls, handlers = self._texts, self._reasoning, self._tool_calls, self._handlers
+        try:
+            async for event in events:
+                # The per-token path: one dict lookup and one string serialization per frame.
+                if type(event) is TextDelta:
+                    yield texts[event.id] + to_json(event.delta) + _FRAME_END
+                elif type(event) is ReasoningDelta:
+                    yield reasoning[event.id] + to_json(event.delta) + _FRAME_END
+                elif type(event) is ToolCallDelta:
+                    yield tool_calls[event.tool_call_id] + to_json(event.delta) + _FRAME_END
+                elif type(event) is RunFinished:
+                    yield self._end(self._finished())
+                    return
+                elif type(event) is RunFailed:
+                    yield self._end(self._error(event.message, event.code))
+                    return
+                else:
+                    handler = handlers.get(type(event))
+                    if handler is not None:
+                        frames = handler(event)
+                        if frames:
+                            yield frames
+            logger.error("run %r: the event stream ended without a terminal event", self._run["runId"])
+            yield self._end(self._error("The run ended unexpectedly.", "incomplete_run"))
+        except Exception:
+            logger.exception("run %r: encoding the AG-UI stream failed", self._run["runId"])
+            yield self._end(self._error("An internal error occurred.", "internal_error"))
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _end(self, terminal: bytes) -> bytes:
+        """``terminal`` after closing, innermost first, everything still open: the one place that does so."""
+        frames = [sse_frame({"type": "TOOL_CALL_END", "toolCallId": call_id}) for call_id in reversed(self._tool_calls)]
+        for message_id in reversed(self._reasoning):
+            frames.append(sse_frame({"type": "REASONING_MESSAGE_END", "messageId": message_id}))
+            frames.append(sse_frame({"type": "REASONING_END", "messageId": message_id}))
+        frames += [
+            sse_frame({"type": "TEXT_MESSAGE_END", "messageId": message_id}) for message_id in reversed(self._texts)
+        ]
+        frames += [sse_frame({"type": "STEP_FINISHED", "stepName": name}) for name in reversed(self._steps)]
+        self._tool_calls.clear()
+        self._reasoning.clear()
+        self._texts.clear()
+        self._steps.clear()
+        frames.append(terminal)
+        return b"".join(frames)
+
+    def _finished(self) -> bytes:
+        event: dict[str, Any] = {"type": "RUN_FINISHED", **self._run}
+        if self._interrupts:
+            event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
+        usage = self._usage_list()
+        if usage:
+            event["usage"] = usage
+        return sse_frame(event)
+
+    def _error(self, message: str, code: str) -> bytes:
+        event: dict[str, Any] = {"type": "RUN_ERROR", "message": message, "code": code}
+        usage = self._usage_list()
+        if usage:
+            event["usage"] = usage
+        return sse_frame(event)
+
+    def _usage_list(self) -> list[dict[str, Any]]:
+        if not (self._input_tokens or self._output_tokens):
+            return []
+        return [
+            {
+                "provider": self._agent.provider_name,
+                "model": self._agent.model_name,
+                "inputTokens": self._input_tokens,
+                "outputTokens": self._output_tokens,
+                "totalTokens": self._input_tokens + self._output_tokens,
+            }
+        ]
+
+    def _step_started(self, event: StepStarted) -> bytes:
+        self._steps.append(event.name)
+        self._parent_message_id = None
+        return sse_frame({"type": "STEP_STARTED", "stepName": event.name})
+
+    def _step_finished(self, event: StepFinished) -> bytes:
+        self._steps.remove(event.name)
+        return sse_frame({"type": "STEP_FINISHED", "stepName": event.name})
+
+    def _text_start(self, event: TextStart) -> bytes:
+        self._texts[event.id] = _prefix("TEXT_MESSAGE_CONTENT", "messageId", event.id)
+        self._parent_message_id = event.id
+        return sse_frame({"type": "TEXT_MESSAGE_START", "messageId": event.id, "role": "assistant"})
+
+    def _text_end(self, event: TextEnd) -> bytes:
+        del self._texts[event.id]
+        return sse_frame({"type": "TEXT_MESSAGE_END", "messageId": event.id})
+
+    def _reasoning_start(self, event: ReasoningStart) -> bytes:
+        self._reasoning[event.id] = _prefix("REASONING_MESSAGE_CONTENT", "messageId", event.id)
+        return sse_frame({"type": "REASONING_START", "messageId": event.id}) + sse_frame(
+            {"type": "REASONING_MESSAGE_START", "messageId": event.id, "role": "reasoning"}
+        )
+
+    def _reasoning_end(self, event: ReasoningEnd) -> bytes:
+        del self._reasoning[event.id]
+        frames = sse_frame({"type": "REASONING_MESSAGE_END", "messageId": event.id})
+        if event.provider_data:
+            frames += _encrypted_value("message", event.id, event.provider_data)
+        return frames + sse_frame({"type": "REASONING_END", "messageId": event.id})
+
+    def _tool_call_start(self, event: ToolCallStart) -> bytes:
+        self._tool_calls[event.tool_call_id] = _prefix("TOOL_CALL_ARGS", "toolCallId", event.tool_call_id)
+        frame: dict[str, Any] = {
+            "type": "TOOL_CALL_START",
+            "toolCallId": event.tool_call_id,
+            "toolCallName": event.name,
+        }
+        if self._parent_message_id is not None:
+            frame["parentMessageId"] = self._parent_message_id
+        return sse_frame(frame)
+
+    def _tool_call_end(self, event: ToolCallEnd) -> bytes:
+        del self._tool_calls[event.tool_call_id]
+        frames = sse_frame({"type": "TOOL_CALL_END", "toolCallId": event.tool_call_id})
+        if event.provider_data:
+            frames += _encrypted_value("tool-call", event.tool_call_id, event.provider_data)
+        return frames
+
+    def _tool_result(self, event: ToolResult) -> bytes:
+        return _tool_call_result(event.tool_call_id, event.content)
+
+    def _tool_denied(self, event: ToolDenied) -> bytes:
+        content = f"Denied by the user: {event.reason}" if event.reason else "Denied by the user."
+        return _tool_call_result(event.tool_call_id, content)
+
+    def _approval_requested(self, event: ToolApprovalRequested) -> bytes:
+        self._interrupts.append(
+            {
+                "id": event.approval_id,
+                "reason": "tool_approval",
+                "toolCallId": event.tool_call_id,
+                "message": f"Approve the call to {event.tool_name}?",
+            }
+        )
+        return b""
+
+    def _usage(self, event: Usage) -> bytes:
+        self._input_tokens += event.input_tokens
+        self._output_tokens += event.output_tokens
+        return b""
+
+
+def _tool_call_result(tool_call_id: str, content: str) -> bytes:
+    return sse_frame(
+        {
+            "type": "TOOL_CALL_RESULT",
+            "messageId": new_id("msg"),
+            "toolCallId": tool_call_id,
+            "content": content,
+            "role": "tool",
+        }
+    )
+
+
+def _encrypted_value(subtype: str, entity_id: str, provider_data: Mapping[str, Any]) -> bytes:
+    return sse_frame(
+        {
+            "type": "REASONING_ENCRYPTED_VALUE",
+            "subtype": subtype,
+            "entityId": entity_id,
+            "encryptedValue": to_json(provider_data).decode(),
+        }
+    )
