@@ -20,14 +20,16 @@ from collections.abc import Iterable
 from app.history import Message, SystemMessage
 from app.ids import new_id
 
-__all__ = ["KEEP", "Conversation"]
+__all__ = ["KEEP", "Conversation", "Keep"]
 
 
-class _Keep(enum.Enum):
+class Keep(enum.Enum):
+    """The type of ``KEEP``."""
+
     KEEP = "keep"
 
 
-KEEP = _Keep.KEEP
+KEEP = Keep.KEEP
 """Pass to ``Conversation.reset`` (its default) to keep the current system message."""
 
 
@@ -57,14 +59,18 @@ class Conversation:
 
     def add(self, *messages: Message) -> None:
         """Append messages; the first ones added put the seeded system message at the head."""
+        self._messages[:] = self.with_turn(*messages)
+
+    def with_turn(self, *messages: Message) -> tuple[Message, ...]:
+        """The history ``add(*messages)`` would make, without changing the conversation."""
         if not messages:
-            return
+            return self.messages
         seed = self._system_message if not self._messages else None
         if seed is not None and not isinstance(messages[0], SystemMessage):
-            self._messages.append(SystemMessage(seed, id=new_id("sys")))
-        self._messages.extend(messages)
+            return (SystemMessage(seed, id=new_id("sys")), *messages)
+        return (*self._messages, *messages)
 
-    def reset(self, system_message: str | _Keep | None = KEEP) -> None:
+    def reset(self, system_message: str | Keep | None = KEEP) -> None:
         """Clear the messages; keep, clear (None) or replace the system message."""
         self._messages.clear()
         if system_message is not KEEP:

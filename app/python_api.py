@@ -1,0 +1,97 @@
+"""The Python API over the same providers: ``app.client(model, system=...)`` for scripts and tests.
+
+    import asyncio, app
+
+    async def main() -> None:
+        async with app.client("ollama:qwen3:8b", system="You are terse.") as bot:
+            print(await bot.chat("Name a colour."))
+            bot.system_message = "You are a pirate."      # swap: history kept, next turn in the new voice
+            async for delta in bot.stream("And another?"):
+                print(delta, end="")
+            bot.reset()                                   # clear the history, keep the system message
+
+    asyncio.run(main())
+
+The conversation (``bot.conversation``) follows the seed / swap / reset lifecycle of
+``app.conversation.Conversation``. A turn is added to it only once the model has answered in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from app.assembly import MessageAssembler
+from app.config import AgentConfig, Config
+from app.conversation import KEEP, Conversation, Keep
+from app.events import ModelFinished, TextDelta
+from app.history import TextPart, UserMessage
+from app.ids import new_id
+from app.providers import ModelRequest, build_provider
+
+__all__ = ["Client", "client"]
+
+
+class Client:
+    """One conversation with one model. Use as an async context manager, or call ``aclose()``."""
+
+    def __init__(self, model: str, *, system: str | None = None, settings: Mapping[str, Any] | None = None) -> None:
+        self._agent = AgentConfig(model=model, model_settings=dict(settings or {}))
+        self._http = httpx.AsyncClient(timeout=None)
+        self._provider = build_provider(self._agent, Config(), self._http)
+        self.conversation = Conversation(system)
+
+    @property
+    def system_message(self) -> str | None:
+        """The conversation's system message; setting it seeds or swaps (see ``Conversation``)."""
+        return self.conversation.system_message
+
+    @system_message.setter
+    def system_message(self, value: str | None) -> None:
+        self.conversation.system_message = value
+
+    def reset(self, system_message: str | Keep | None = KEEP) -> None:
+        """Clear the history; keep (default), clear (None) or replace the system message."""
+        self.conversation.reset(system_message)
+
+    async def chat(self, text: str) -> str:
+        """Send ``text`` and return the whole answer."""
+        return "".join([delta async for delta in self.stream(text)])
+
+    async def stream(self, text: str) -> AsyncIterator[str]:
+        """Send ``text`` and yield the answer's text as it streams."""
+        user = UserMessage((TextPart(text),), id=new_id("msg"))
+        request = ModelRequest(
+            self._agent.model_name, self.conversation.with_turn(user), settings=self._agent.model_settings
+        )
+        assembler = MessageAssembler(new_id("msg"))
+        finished = False
+        async for event in self._provider.stream(request):
+            assembler.feed(event)
+            if isinstance(event, TextDelta):
+                yield event.delta
+            elif isinstance(event, ModelFinished):
+                finished = True
+        if finished:
+            self.conversation.add(user, assembler.message())
+
+    async def aclose(self) -> None:
+        """Close the provider and its connections."""
+        await self._provider.aclose()
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def client(model: str, *, system: str | None = None, **settings: Any) -> Client:
+    """A ``Client`` for ``model`` (``provider:model``) with an optional system message and model settings."""
+    return Client(model, system=system, settings=settings)
