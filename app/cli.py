@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from app.config import Config, default_config, load_config
 from app.errors import ConfigError
@@ -56,7 +57,8 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
+    app = create_app(config, config_path=Path(path) if path else None)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
     return 0
 
 

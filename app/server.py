@@ -6,9 +6,12 @@ Every protocol adapter gets two routes: ``POST /agents/{agent}/{route}`` and its
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +25,7 @@ from app.agents import Agent, AgentRegistry
 from app.config import Config, default_config
 from app.errors import RequestError
 from app.protocol import UIProtocol, discover_protocols
+from app.reload import ConfigWatcher
 from app.runner import run_agent
 from app.sse import EventStreamResponse
 
@@ -38,27 +42,46 @@ def error_response(error: RequestError) -> JSONResponse:
     return JSONResponse({"error": body}, status_code=error.status)
 
 
-def create_app(config: Config | None = None, *, protocols: Sequence[UIProtocol] | None = None) -> Starlette:
-    """The chatgate ASGI app for ``config`` (the built-in default agent when None)."""
+def create_app(
+    config: Config | None = None,
+    *,
+    protocols: Sequence[UIProtocol] | None = None,
+    config_path: Path | None = None,
+) -> Starlette:
+    """The chatgate ASGI app for ``config`` (the built-in default agent when None).
+
+    With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/reload.py).
+    """
     config = config if config is not None else default_config()
     protocols = list(protocols) if protocols is not None else discover_protocols()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with httpx.AsyncClient(timeout=None) as http_client:
-            registry = AgentRegistry(config, http_client)
-            app.state.agents = registry
+            app.state.agents = AgentRegistry(config, http_client)
+
+            def apply(new_config: Config) -> None:
+                # One assignment: a request sees the old agents or the new ones, never a mix.
+                app.state.agents = AgentRegistry(new_config, http_client)
+
+            watcher = ConfigWatcher(config_path, apply) if config_path is not None else None
+            app.state.config_watcher = watcher
+            watching = asyncio.create_task(watcher.run()) if watcher is not None else None
             try:
                 yield
             finally:
-                await registry.aclose()
+                if watching is not None:
+                    watching.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await watching
+                await app.state.agents.aclose()
 
     routes: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
     ]
     for protocol in protocols:
-        endpoint = _chat_endpoint(protocol, config)
+        endpoint = _chat_endpoint(protocol)
         routes.append(Route(f"/agents/{{agent}}/{protocol.route}", endpoint, methods=["POST"]))
         routes.append(Route(protocol.default_path, endpoint, methods=["POST"]))
 
@@ -97,25 +120,23 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
     return list_agents
 
 
-def _chat_endpoint(protocol: UIProtocol, config: Config) -> Any:
-    limit = config.server.max_body_bytes
-    keepalive = config.server.keepalive_seconds
-
+def _chat_endpoint(protocol: UIProtocol) -> Any:
     async def chat(request: Request) -> Response:
-        agent = _resolve_agent(request)
+        registry: AgentRegistry = request.app.state.agents  # read once: a reload may swap it meanwhile
+        agent = _resolve_agent(registry, request.path_params.get("agent"))
         _check_content_type(request)
-        body = await _read_body(request, limit)
+        settings = registry.config.server
+        body = await _read_body(request, settings.max_body_bytes)
         run_input = protocol.decode(body)
         events = run_agent(agent, run_input)
         frames = protocol.encode(run_input, agent.config, events)
-        return EventStreamResponse(frames, protocol.headers(agent.config), keepalive=keepalive)  # type: ignore[return-value]
+        headers = protocol.headers(agent.config)
+        return EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds)  # type: ignore[return-value]
 
     return chat
 
 
-def _resolve_agent(request: Request) -> Agent:
-    registry: AgentRegistry = request.app.state.agents
-    name = request.path_params.get("agent")
+def _resolve_agent(registry: AgentRegistry, name: str | None) -> Agent:
     if name is None:
         agent = registry.default
         if agent is None:

@@ -1,0 +1,92 @@
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.config import Config, load_config
+from app.reload import ConfigWatcher
+from app.server import create_app
+from tests.conftest import LiveServer
+
+AGENT = '[agents.bot]\nmodel = "builtin:echo"\ndescription = "{}"\n'
+
+
+def descriptions(url: str) -> list[str]:
+    return [agent["description"] for agent in httpx.get(f"{url}/agents").json()["agents"]]
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_reload_applies_a_valid_file_and_keeps_the_running_config_on_a_bad_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(AGENT.format("one"))
+    applied: list[Config] = []
+    watcher = ConfigWatcher(path, applied.append)
+    path.write_text(AGENT.format("two"))
+    assert watcher.reload()
+    assert applied[-1].agents["bot"].description == "two"
+    path.write_text("[agents.bot]\n")
+    with caplog.at_level(logging.ERROR, logger="chatgate.reload"):
+        assert not watcher.reload()
+    assert len(applied) == 1
+    assert "agents.bot.model: required key is missing" in caplog.text
+
+
+def test_a_changed_file_takes_effect_on_the_next_request(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(AGENT.format("before"))
+    server = LiveServer(create_app(load_config(path), config_path=path))
+    server.start()
+    try:
+        assert descriptions(server.url) == ["before"]
+        path.write_text(AGENT.format("after, longer"))
+        assert wait_for(lambda: descriptions(server.url) == ["after, longer"])
+    finally:
+        server.stop()
+
+
+def test_sighup_reloads_even_when_the_file_looks_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(AGENT.format("aaaa"))
+    stamp = path.stat().st_mtime_ns
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [str(Path(sys.executable).with_name("chatgate")), "serve", "--port", str(port), "--config", str(path)]
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_for(lambda: _up(url), 20), "chatgate did not start"
+        path.write_text(AGENT.format("bbbb"))  # same size, and the old modification time put back
+        os.utime(path, ns=(stamp, stamp))
+        time.sleep(2.5)  # longer than the poll interval: polling alone must not have noticed
+        assert descriptions(url) == ["aaaa"]
+        process.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: descriptions(url) == ["bbbb"])
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _up(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz").status_code == 200
+    except httpx.ConnectError:
+        return False
