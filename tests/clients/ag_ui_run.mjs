@@ -1,0 +1,34 @@
+// Runs one AG-UI run with the real @ag-ui/client against a live chatgate.
+// stdin: {url, input: {threadId?, messages?, runId?, tools?, context?, forwardedProps?, resume?}}
+// stdout: {events: [...], messages: [...], error?: string}
+// HttpAgent.runAgent validates every event against the 1.0 schemas and verifies their order; any
+// rejection exits non-zero. A run that ends in RUN_ERROR is reported in "error" (the client rejects
+// such a run too, and that rejection is expected only when RUN_ERROR was the last event).
+import { HttpAgent } from "@ag-ui/client";
+
+const chunks = [];
+for await (const chunk of process.stdin) chunks.push(chunk);
+const { url, input } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+
+const agent = new HttpAgent({
+  url,
+  threadId: input.threadId ?? "thread-1",
+  initialMessages: input.messages ?? [],
+});
+const events = [];
+const parameters = {};
+for (const key of ["runId", "tools", "context", "forwardedProps", "resume"]) {
+  if (input[key] !== undefined) parameters[key] = input[key];
+}
+
+let error;
+try {
+  await agent.runAgent(parameters, { onEvent: ({ event }) => void events.push(event) });
+} catch (exc) {
+  if (events.at(-1)?.type !== "RUN_ERROR") {
+    console.error(exc);
+    process.exit(1);
+  }
+  error = String(exc?.message ?? exc);
+}
+process.stdout.write(JSON.stringify({ events, messages: agent.messages, ...(error === undefined ? {} : { error }) }));
