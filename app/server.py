@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from app.agents import Agent, AgentRegistry
 from app.config import Config, default_config
 from app.errors import RequestError
+from app.files import check_files
 from app.protocol import UIProtocol, discover_protocols
 from app.reload import ConfigWatcher
 from app.runner import run_agent
@@ -128,6 +129,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         settings = registry.config.server
         body = await _read_body(request, settings.max_body_bytes)
         run_input = protocol.decode(body)
+        check_files(run_input.messages, settings)
         events = run_agent(agent, run_input)
         frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)

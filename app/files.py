@@ -1,0 +1,67 @@
+"""Checks on the files and images users attach, before anything reaches a model.
+
+A file is a ``data:`` URL (its bytes inline) or a remote URL the provider fetches. Only the URL schemes
+the operator allows pass (``[server] file_url_schemes``, default ``data`` and ``https``), and an inline
+file may not be larger than ``[server] max_file_bytes``; anything else is refused with a 4xx naming the
+message and the problem.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable
+
+from app.config import ServerSettings
+from app.errors import RequestError
+from app.history import FilePart, Message, UserMessage
+
+__all__ = ["check_files", "data_url_bytes"]
+
+
+def data_url_bytes(url: str) -> bytes:
+    """The bytes of a ``data:`` URL (base64 or percent-free plain text); ``ValueError`` when malformed."""
+    header, comma, payload = url.partition(",")
+    if not comma or not header.startswith("data:"):
+        raise ValueError("not a data: URL")
+    if header.endswith(";base64"):
+        try:
+            return base64.b64decode(payload, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"invalid base64: {exc}") from None
+    return payload.encode()
+
+
+def check_files(messages: Iterable[Message], settings: ServerSettings) -> None:
+    """Refuse any user file whose URL scheme is not allowed or whose inline bytes are too many."""
+    for message in messages:
+        if not isinstance(message, UserMessage):
+            continue
+        for part in message.parts:
+            if isinstance(part, FilePart):
+                _check(part, message.id, settings)
+
+
+def _check(part: FilePart, message_id: str, settings: ServerSettings) -> None:
+    where = f"message {message_id!r}: file {part.filename or part.media_type!r}"
+    scheme = part.url.partition(":")[0].lower()
+    if scheme not in settings.file_url_schemes:
+        allowed = ", ".join(f"{s}:" for s in settings.file_url_schemes)
+        raise RequestError(
+            422, "file_url_not_allowed", f"{where}: URL scheme {scheme + ':'!r} is not allowed ({allowed})"
+        )
+    if scheme != "data":
+        return
+    # A base64 payload decodes to three quarters of its length: refuse before decoding a huge one.
+    if len(part.url.partition(",")[2]) * 3 // 4 > settings.max_file_bytes + 2:
+        raise _too_large(where, settings)
+    try:
+        size = len(data_url_bytes(part.url))
+    except ValueError as exc:
+        raise RequestError(422, "invalid_file", f"{where}: {exc}") from None
+    if size > settings.max_file_bytes:
+        raise _too_large(where, settings)
+
+
+def _too_large(where: str, settings: ServerSettings) -> RequestError:
+    return RequestError(413, "file_too_large", f"{where} is larger than the limit of {settings.max_file_bytes} bytes")
