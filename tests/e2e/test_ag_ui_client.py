@@ -154,3 +154,27 @@ def test_the_stream_headers(url: str) -> None:
     assert response.headers["x-accel-buffering"] == "no"
     assert response.text.startswith('data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n')
     assert response.text.rsplit("\n\n", 2)[-2].startswith('data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"')
+
+
+def test_a_tool_needing_approval_interrupts_the_run_and_resume_runs_it(serve: Serve) -> None:
+    config = make_config(
+        {
+            "guarded": {
+                "model": "builtin:echo",
+                "default": True,
+                "tools": {"get_weather": {"function": "tests.sample_tools:get_weather", "requires_approval": True}},
+            }
+        },
+        server={"approval_secret": "a-secret-of-enough-length"},
+    )
+    url = serve(config) + "/ag-ui"
+    first = run(url, [user('/call get_weather {"city": "Oslo"}')])
+    (interrupt,) = first["events"][-1]["outcome"]["interrupts"]
+    (call,) = first["messages"][-1]["toolCalls"]
+    assert (interrupt["reason"], interrupt["toolCallId"]) == ("tool_approval", call["id"])
+
+    resume = [{"interruptId": interrupt["id"], "status": "resolved"}]
+    second = run(url, first["messages"], resume=resume)
+    (result,) = [event for event in second["events"] if event["type"] == "TOOL_CALL_RESULT"]
+    assert (result["toolCallId"], result["content"]) == (call["id"], '{"city":"Oslo","temperature":21,"unit":"c"}')
+    assert reply(second).startswith(f"Tool results: {call['id']} returned: ")
