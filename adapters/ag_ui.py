@@ -378,14 +378,17 @@ class _RunEncoder:
 
     def _tool_call_start(self, event: ToolCallStart) -> bytes:
         self._tool_calls[event.tool_call_id] = _prefix("TOOL_CALL_ARGS", "toolCallId", event.tool_call_id)
-        frame: dict[str, Any] = {
-            "type": "TOOL_CALL_START",
-            "toolCallId": event.tool_call_id,
-            "toolCallName": event.name,
-        }
-        if self._parent_message_id is not None:
-            frame["parentMessageId"] = self._parent_message_id
-        return sse_frame(frame)
+        if self._parent_message_id is None:
+            # No text in this step: name a parent anyway, so the client keeps the step's calls in one message.
+            self._parent_message_id = new_id("msg")
+        return sse_frame(
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": event.tool_call_id,
+                "toolCallName": event.name,
+                "parentMessageId": self._parent_message_id,
+            }
+        )
 
     def _tool_call_end(self, event: ToolCallEnd) -> bytes:
         del self._tool_calls[event.tool_call_id]

@@ -127,7 +127,7 @@ async def test_tool_call_provider_data_leaves_as_a_tool_call_encrypted_value() -
     }
 
 
-async def test_a_tool_call_after_text_in_the_same_step_names_its_parent_message() -> None:
+async def test_a_tool_call_after_text_in_the_same_step_names_that_text_as_its_parent() -> None:
     frames = await encode(
         StepStarted("s1"),
         TextStart("m1"),
@@ -137,18 +137,29 @@ async def test_a_tool_call_after_text_in_the_same_step_names_its_parent_message(
         ToolCallDelta("c1", '"Oslo"}'),
         ToolCallEnd("c1", '{"city":"Oslo"}'),
         StepFinished("s1", "tool_calls"),
+        RunFinished("tool_calls"),
+    )
+    (start,) = [frame for frame in frames if frame["type"] == "TOOL_CALL_START"]
+    assert start == {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "weather", "parentMessageId": "m1"}
+    assert [frame["delta"] for frame in frames if frame["type"] == "TOOL_CALL_ARGS"] == ['{"city":', '"Oslo"}']
+
+
+async def test_tool_calls_of_a_step_without_text_share_one_new_parent() -> None:
+    frames = await encode(
+        StepStarted("s1"),
+        TextStart("m1"),
+        TextEnd("m1"),
+        StepFinished("s1", "tool_calls"),
         StepStarted("s2"),
-        ToolCallStart("c2", "time"),
+        ToolCallStart("c1", "a"),
+        ToolCallEnd("c1", "{}"),
+        ToolCallStart("c2", "b"),
         ToolCallEnd("c2", "{}"),
         StepFinished("s2", "tool_calls"),
         RunFinished("tool_calls"),
     )
-    starts = [frame for frame in frames if frame["type"] == "TOOL_CALL_START"]
-    assert starts == [
-        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "weather", "parentMessageId": "m1"},
-        {"type": "TOOL_CALL_START", "toolCallId": "c2", "toolCallName": "time"},
-    ]
-    assert [frame["delta"] for frame in frames if frame["type"] == "TOOL_CALL_ARGS"] == ['{"city":', '"Oslo"}']
+    parents = [frame["parentMessageId"] for frame in frames if frame["type"] == "TOOL_CALL_START"]
+    assert parents[0] == parents[1] != "m1"
 
 
 async def test_tool_results_and_denials_become_tool_call_results() -> None:
