@@ -6,8 +6,10 @@ their fate). An assistant message is split into one ``AssistantMessage`` per mod
 ``step-start``, or where text follows a tool call), each followed by a ``ToolMessage`` per answered
 tool call, so the model reads calls and results in the order they happened. ``source-url``,
 ``source-document``, ``step-start``, ``data-*`` and unknown part types are UI-only and never reach
-the model; neither do files in assistant messages. A body with only the newest ``message`` is refused:
-chatgate does not hold conversations yet, so the full history is required.
+the model; neither do files in assistant messages, and a user message left with no text or file is
+dropped. Later steps of one assistant message get ids ``ID:1``, ``ID:2``, ... A body with only the
+newest ``message`` is refused: chatgate does not hold conversations yet, so the full history is
+required. Both triggers decode alike: a regenerate answers the history as sent.
 
 Encode: ``start``, then one chunk per run event, then ``finish`` and ``[DONE]``. Deltas are written
 from byte prefixes built when their part opens, so a token costs one ``to_json`` of its text.
@@ -181,14 +183,23 @@ class VercelAIProtocol:
             logger.exception("run %r: the run's events failed mid-stream", run_input.run_id)
             ending = stream.end("error", MASKED_ERROR)
         finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await _close(events)
         yield ending
 
 
 protocol = VercelAIProtocol()
 """The registered ``chatgate.protocols`` entry point."""
+
+
+async def _close(events: AsyncIterator[RunEvent]) -> None:
+    """Close the run's event generator, and so its upstream request, even when the client left early."""
+    aclose = getattr(events, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception:
+        logger.exception("closing the run's events failed")
 
 
 # --- decode ---------------------------------------------------------------------------------------
