@@ -1,0 +1,105 @@
+"""The floors chatgate is measured against: bare ASGI apps that do only what any server must.
+
+- ``replay_app``: reads the request body, then sends the frames chatgate sent for the same request,
+  byte for byte and one ASGI send per chatgate send, with chatgate's response headers.
+- ``proxy_app``: reads the request body, posts it to the upstream with one shared httpx client and
+  forwards each chunk of the upstream's response body as one send, untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+Scope = dict[str, Any]
+
+
+async def _lifespan(receive: Any, send: Any, startup: Any = None, shutdown: Any = None) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            if startup is not None:
+                await startup()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if shutdown is not None:
+                await shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _read_body(receive: Any) -> bytes:
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body
+
+
+def load_capture(path: Path) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """The response headers and the body chunks (one per ASGI send) stored by ``save_capture``."""
+    data = json.loads(path.read_text())
+    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in data["headers"]]
+    return headers, [base64.b64decode(chunk) for chunk in data["chunks"]]
+
+
+def save_capture(path: Path, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> None:
+    """Store a response's headers and body chunks for ``replay_app``."""
+    data = {
+        "headers": [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers],
+        "chunks": [base64.b64encode(chunk).decode() for chunk in chunks],
+    }
+    path.write_text(json.dumps(data))
+
+
+def replay_app(capture: Path) -> Any:
+    headers, chunks = load_capture(capture)
+    start = {"type": "http.response.start", "status": 200, "headers": headers}
+    bodies = [{"type": "http.response.body", "body": chunk, "more_body": True} for chunk in chunks]
+    end = {"type": "http.response.body", "body": b"", "more_body": False}
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        await _read_body(receive)
+        await send(start)
+        for body in bodies:
+            await send(body)
+        await send(end)
+
+    return app
+
+
+def proxy_app(upstream: str) -> Any:
+    clients: list[httpx.AsyncClient] = []
+
+    async def startup() -> None:
+        clients.append(httpx.AsyncClient(timeout=None))
+
+    async def shutdown() -> None:
+        await clients[0].aclose()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send, startup, shutdown)
+            return
+        body = await _read_body(receive)
+        request = clients[0].build_request("POST", upstream, content=body, headers={"content-type": "application/json"})
+        response = await clients[0].send(request, stream=True)
+        try:
+            headers = [(b"content-type", response.headers["content-type"].encode("latin-1"))]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            await response.aclose()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app

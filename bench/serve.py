@@ -1,0 +1,64 @@
+"""Run one benchmark server under uvicorn on 127.0.0.1, with the settings every measured server shares.
+
+    python bench/serve.py chatgate CONFIG.toml   chatgate itself, from a config file
+    python bench/serve.py floor FRAMES.json      the bare floor: replays captured frames (floor_app.py)
+    python bench/serve.py proxy UPSTREAM_URL     the bare relay floor: forwards upstream bytes (floor_app.py)
+    python bench/serve.py upstream TOKENS        a fake OpenAI-compatible upstream (fake_openai.py)
+
+It binds a free port, prints it on the first line of stdout, then serves until SIGTERM/SIGINT. The
+benchmark reads the server's CPU time from /proc, so each server is its own process.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+# Identical for every measured server: the differences measured are the apps', not uvicorn's.
+UVICORN_SETTINGS: dict[str, Any] = {
+    "loop": "uvloop",
+    "http": "httptools",
+    "log_level": "warning",
+    "access_log": False,
+    "lifespan": "on",
+}
+
+
+def build_app(kind: str, argument: str) -> Any:
+    if kind == "chatgate":
+        from app.config import load_config
+        from app.server import create_app
+
+        return create_app(load_config(argument))
+    if kind == "floor":
+        from floor_app import replay_app
+
+        return replay_app(Path(argument))
+    if kind == "proxy":
+        from floor_app import proxy_app
+
+        return proxy_app(argument)
+    if kind == "upstream":
+        from fake_openai import upstream_app
+
+        return upstream_app(int(argument))
+    raise SystemExit(f"unknown server kind {kind!r}")
+
+
+def main() -> None:
+    kind, argument = sys.argv[1], sys.argv[2]
+    app = build_app(kind, argument)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    print(sock.getsockname()[1], flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, **UVICORN_SETTINGS))
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
