@@ -135,6 +135,15 @@ class Target:
                 size += len(chunk)
         return size
 
+    def sample(self) -> tuple[bytes, int]:
+        """One request's whole response body, and how many reads the client got it in (not measured)."""
+        chunks = []
+        with self.client.stream(
+            "POST", self.path, content=self.body, headers={"content-type": "application/json"}
+        ) as r:
+            chunks = list(r.iter_raw())
+        return b"".join(chunks), len(chunks)
+
     def measure(self, requests: int, max_seconds: float) -> float:
         """CPU µs per unit over up to ``requests`` sequential requests (fewer if time runs out)."""
         deadline = time.monotonic() + max_seconds

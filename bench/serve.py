@@ -3,7 +3,7 @@
     python bench/serve.py chatgate CONFIG.toml   chatgate itself, from a config file
     python bench/serve.py floor FRAMES.json      the bare floor: replays captured frames (floor_app.py)
     python bench/serve.py proxy UPSTREAM_URL     the bare relay floor: forwards upstream bytes (floor_app.py)
-    python bench/serve.py upstream TOKENS        a fake OpenAI-compatible upstream (fake_openai.py)
+    python bench/serve.py upstream TOKENS,PACE_MS a fake OpenAI-compatible upstream (fake_openai.py)
 
 It binds a free port, prints it on the first line of stdout, then serves until SIGTERM/SIGINT. The
 benchmark reads the server's CPU time from /proc, so each server is its own process.
@@ -45,7 +45,8 @@ def build_app(kind: str, argument: str) -> Any:
     if kind == "upstream":
         from fake_openai import upstream_app
 
-        return upstream_app(int(argument))
+        tokens, pace_ms = argument.split(",")
+        return upstream_app(int(tokens), float(pace_ms))
     raise SystemExit(f"unknown server kind {kind!r}")
 
 
