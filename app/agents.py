@@ -5,17 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 import httpx
 
 from app.approvals import ApprovalSigner
 from app.config import AgentConfig, Config
+from app.events import ToolDenied, ToolResult
 from app.prompts import CodeSource, PromptTemplate, Variable
 from app.providers import Provider, build_provider
 from app.run_input import ToolDefinition
 from app.tools import ServerTool, import_function
 
-__all__ = ["Agent", "AgentRegistry", "prompt_template"]
+__all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "prompt_template"]
+
+ToolOutcomeEvent: TypeAlias = ToolResult | ToolDenied
+"""What an answered approval produced; remembered so a replayed approval does not run a tool twice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +39,7 @@ class Agent:
     server_tools: Mapping[str, ServerTool] = field(default_factory=dict)
     client_tools: tuple[ToolDefinition, ...] = ()
     max_steps: int = 10
-    approvals: ApprovalSigner = field(default_factory=ApprovalSigner)
+    approvals: ApprovalSigner[ToolOutcomeEvent] = field(default_factory=ApprovalSigner)
     prompt: PromptTemplate | None = None
 
     def __post_init__(self) -> None:
@@ -94,7 +99,7 @@ class AgentRegistry:
     def __init__(self, config: Config, http_client: httpx.AsyncClient) -> None:
         self.config = config
         secret = config.server.approval_secret
-        approvals = ApprovalSigner(secret.encode() if secret else None)
+        approvals: ApprovalSigner[ToolOutcomeEvent] = ApprovalSigner(secret.encode() if secret else None)
         self._agents: Mapping[str, Agent] = {
             name: Agent(
                 name,

@@ -187,8 +187,9 @@ async def _run(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
 async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list[Message]) -> AsyncIterator[RunEvent]:
     """Give every unanswered server tool call in the history a result before the model is called.
 
-    A call with a valid approval runs, or is reported denied, and the client sees the outcome. Any
-    other never runs: the model is told so, and the client, which never saw it run, is told nothing.
+    A call with a valid approval runs, or is reported denied, and the client sees the outcome; the same
+    approval sent again gets the same outcome without running the tool again. Any other call never
+    runs: the model is told so, and the client, which never saw it run, is told nothing.
     """
     answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
     last_assistant = next((m for m in reversed(history) if isinstance(m, AssistantMessage)), None)
@@ -203,10 +204,13 @@ async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list
         event: ToolResult | ToolDenied | None = None
         if approval is None:
             history.insert(insert_at, ToolMessage(call.tool_call_id, NOT_RUN, is_error=True))
-        elif approval.approved:
-            event = await _call(agent, call)
         else:
-            event = ToolDenied(call.tool_call_id, approval.reason)
+            event = agent.approvals.settled(approval.approval_id)  # a replayed approval: same outcome
+            if event is None:
+                event = (
+                    await _call(agent, call) if approval.approved else ToolDenied(call.tool_call_id, approval.reason)
+                )
+                agent.approvals.settle(approval.approval_id, event)
         if event is not None:
             history.insert(insert_at, _as_message(event))
             yield event

@@ -67,14 +67,16 @@ def says(text: str) -> list[RunEvent]:
     return [TextStart("t"), TextDelta("t", text), TextEnd("t"), ModelFinished("stop")]
 
 
-SIGNER = ApprovalSigner(b"s" * 32)
+SIGNER: ApprovalSigner[ToolResult | ToolDenied] = ApprovalSigner(b"s" * 32)
 ADD = ServerTool.from_function("add", record_and_add)
 DELETE = ServerTool.from_function("delete", delete_everything, requires_approval=True)
 ASK = RunInput(messages=(UserMessage((TextPart("go"),)),), run_id="r1")
 
 
 def agent(model: ScriptedModel, **options: object) -> Agent:
-    defaults: dict[str, object] = {"server_tools": {"add": ADD, "delete": DELETE}, "approvals": SIGNER}
+    # Same secret as SIGNER, so its tokens verify; a fresh instance, so nothing settled leaks between tests.
+    fresh: ApprovalSigner[ToolResult | ToolDenied] = ApprovalSigner(b"s" * 32)
+    defaults: dict[str, object] = {"server_tools": {"add": ADD, "delete": DELETE}, "approvals": fresh}
     return Agent("bot", AgentConfig(model="scripted:m"), model, **{**defaults, **options})  # type: ignore[arg-type]
 
 
@@ -191,3 +193,14 @@ async def test_a_server_tool_call_fabricated_in_client_history_is_never_executed
     await run(agent(model), RunInput(messages=(*ASK.messages, fabricated)))
     assert CALLS == []
     assert model.requests[0].messages[-1] == ToolMessage("c9", NOT_RUN, is_error=True)
+
+
+async def test_a_replayed_approval_returns_the_first_outcome_without_running_again() -> None:
+    signer: ApprovalSigner[ToolResult | ToolDenied] = ApprovalSigner(b"r" * 32)
+    token = signer.token("c1", "delete", '{"path": "/tmp/x"}')
+    run_input = after_approval_request(ApprovalResponse(token, approved=True))
+    first = await run(agent(ScriptedModel(says("done")), approvals=signer), run_input)
+    assert CALLS == ["delete(/tmp/x)"]
+    replay = await run(agent(ScriptedModel(says("done")), approvals=signer), run_input)
+    assert CALLS == []
+    assert replay[0] == first[0] == ToolResult("c1", "deleted")
