@@ -343,9 +343,8 @@ class _MessageStream:
         if isinstance(event, ToolResult):
             if event.is_error:
                 return _tool_error(event.tool_call_id, event.content)
-            return sse_frame(
-                {"type": "tool-output-available", "toolCallId": event.tool_call_id, "output": event.content}
-            )
+            output = event.output if event.output is not None else event.content
+            return sse_frame({"type": "tool-output-available", "toolCallId": event.tool_call_id, "output": output})
         if isinstance(event, ToolApprovalRequested):
             if self.version == "v5":
                 return _tool_error(event.tool_call_id, NO_APPROVALS)

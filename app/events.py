@@ -112,11 +112,12 @@ class ToolCallEnd:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The result of a tool call the server ran."""
+    """The result of a tool call the server ran: ``content`` for the model, ``output`` the data it returned."""
 
     tool_call_id: str
     content: str
     is_error: bool = False
+    output: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -230,7 +230,7 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
 
 async def _call(agent: Agent, call: ToolCallPart) -> ToolResult:
     outcome = await agent.server_tools[call.name].call(call.arguments)
-    return ToolResult(call.tool_call_id, outcome.content, outcome.is_error)
+    return ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
 
 
 def _as_message(event: ToolResult | ToolDenied) -> ToolMessage:

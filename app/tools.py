@@ -33,10 +33,15 @@ logger = logging.getLogger("chatgate.tools")
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """What a tool call produced: text for the model, and whether it is an error."""
+    """What a tool call produced: text for the model, whether it is an error, and the data it returned.
+
+    ``value`` is the function's result when it returned data rather than text (None otherwise), so a
+    client can be given the object itself.
+    """
 
     content: str
     is_error: bool = False
+    value: Any = None
 
 
 def import_function(path: str) -> Callable[..., Any]:
@@ -145,4 +150,6 @@ class ServerTool:
         except Exception as exc:
             logger.warning("tool %r raised %s: %s", self.name, type(exc).__name__, exc)
             return ToolOutcome(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return ToolOutcome(result if isinstance(result, str) else to_json(result).decode())
+        if isinstance(result, str):
+            return ToolOutcome(result)
+        return ToolOutcome(to_json(result).decode(), value=result)

@@ -89,7 +89,7 @@ async def test_a_server_tool_runs_and_the_model_continues_with_its_result() -> N
     model = ScriptedModel(calls_tool("c1", "add", '{"a": 2, "b": 3}'), says("5"))
     events = await run(agent(model))
     assert CALLS == ["add(2, 3)"]
-    assert ToolResult("c1", "5") in events
+    assert ToolResult("c1", "5", output=5) in events
     assert [e for e in events if isinstance(e, (StepStarted, StepFinished, RunFinished))] == [
         StepStarted("model-call-1"),
         StepFinished("model-call-1", "tool_calls"),

@@ -51,12 +51,13 @@ async def test_a_sync_function_runs_in_a_worker_thread_and_its_result_is_json() 
 
     weather = ServerTool.from_function("get_weather", spy)
     outcome = await weather.call('{"city": "Oslo"}')
-    assert outcome == ToolOutcome('{"city":"Oslo","temperature":21,"unit":"c"}')
+    weather = {"city": "Oslo", "temperature": 21, "unit": "c"}
+    assert outcome == ToolOutcome('{"city":"Oslo","temperature":21,"unit":"c"}', value=weather)
     assert seen and seen[0] != threading.main_thread().name
 
 
 async def test_an_async_function_is_awaited() -> None:
-    assert await tool("tests.sample_tools:add").call('{"a": 2, "b": 3}') == ToolOutcome("5")
+    assert await tool("tests.sample_tools:add").call('{"a": 2, "b": 3}') == ToolOutcome("5", value=5)
 
 
 async def test_invalid_arguments_become_an_error_the_model_can_read() -> None:

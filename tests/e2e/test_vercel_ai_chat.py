@@ -172,7 +172,7 @@ def test_a_server_tool_runs_within_the_same_request(serve: Serve, version: int) 
     weather = '{"city":"Oslo","temperature":21,"unit":"c"}'
     assert part_summary(assistant) == [
         ("step-start",),
-        ("tool-get_weather", "output-available", weather),
+        ("tool-get_weather", "output-available", {"city": "Oslo", "temperature": 21, "unit": "c"}),
         ("step-start",),
         ("text", f"Tool results: {tool_call_id(assistant)} returned: {weather}"),
     ]
@@ -204,7 +204,7 @@ def test_an_approved_tool_runs_and_the_answer_continues_the_message(serve: Serve
     call_id = tool_call_id(assistant)
     assert part_summary(assistant) == [
         ("step-start",),
-        ("tool-add", "output-available", "5"),
+        ("tool-add", "output-available", 5),
         ("step-start",),
         ("text", f"Tool results: {call_id} returned: 5"),
     ]

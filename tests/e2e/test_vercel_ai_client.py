@@ -171,7 +171,7 @@ def test_a_server_tool_streams_its_call_and_result_then_the_answer(serve: Serve,
         "tool-add",
         "output-available",
         {"a": 2, "b": 3},
-        "5",
+        5,
     )
     assert reply(result) == f"Tool results: {tool['toolCallId']} returned: 5"
 
@@ -193,7 +193,7 @@ def test_an_approved_tool_call_runs_when_the_client_answers(serve: Serve, versio
     assert types(second)[1] == "tool-output-available"
     parts = second["message"]["parts"]
     assert [part["type"] for part in parts][:2] == ["step-start", "tool-add"]
-    assert (parts[1]["state"], parts[1]["output"]) == ("output-available", "5")
+    assert (parts[1]["state"], parts[1]["output"]) == ("output-available", 5)
     assert reply(second).endswith("returned: 5")
 
 
