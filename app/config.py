@@ -21,11 +21,15 @@ from app.errors import ConfigError
 from app.policy import SystemPromptPolicy
 
 __all__ = [
+    "BUILTIN_PROVIDER_NAMES",
     "DEFAULT_AGENT_NAME",
     "AgentConfig",
     "ClientToolConfig",
     "CodeConfig",
     "Config",
+    "ProviderConfig",
+    "ProviderKind",
+    "ProviderTimeouts",
     "ServerSettings",
     "ServerToolConfig",
     "SystemPromptConfig",
@@ -34,10 +38,12 @@ __all__ = [
     "default_config",
     "load_config",
     "parse_config",
+    "resolve_provider",
 ]
 
 DEFAULT_AGENT_NAME = "assistant"
 VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
+ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
 
 _REFERENCE = re.compile(r"\$\$\{|\$\{(env|file):([^}]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -116,6 +122,25 @@ class SystemPromptConfig(_Strict):
     timeout: float = Field(default=10.0, gt=0)
 
 
+class ProviderTimeouts(_Strict):
+    """``[providers.NAME.timeouts]``, in seconds (see app/providers/http.py for exactly what each bounds)."""
+
+    connect: float = Field(default=10.0, gt=0)
+    first_token: float = Field(default=300.0, gt=0)
+    idle: float = Field(default=120.0, gt=0)
+
+
+class ProviderConfig(_Strict):
+    """``[providers.NAME]``: one upstream model API. ``base_url`` defaults to the kind's public API."""
+
+    kind: ProviderKind
+    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    api_key: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeouts: ProviderTimeouts = Field(default_factory=ProviderTimeouts)
+    retries: int = Field(default=2, ge=0, le=10)
+
+
 class AgentConfig(_Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
@@ -150,6 +175,7 @@ class Config(_Strict):
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
     server: ServerSettings = Field(default_factory=ServerSettings)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
 
     @field_validator("agents")
@@ -159,6 +185,14 @@ class Config(_Strict):
         if bad:
             raise ValueError(f"agent names must match {_NAME}: {', '.join(map(repr, bad))}")
         return agents
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_names(cls, providers: dict[str, ProviderConfig]) -> dict[str, ProviderConfig]:
+        bad = [name for name in providers if not re.match(_NAME, name) or ":" in name or name == "builtin"]
+        if bad:
+            raise ValueError(f"provider names must match {_NAME} and not be 'builtin': {', '.join(map(repr, bad))}")
+        return providers
 
     @property
     def base_dir(self) -> Path:
@@ -174,8 +208,40 @@ class Config(_Strict):
         return next(iter(self.agents)) if len(self.agents) == 1 else None
 
 
-KNOWN_PROVIDERS = frozenset({"builtin"})
 BUILTIN_MODELS = frozenset({"echo"})
+BUILTIN_PROVIDER_NAMES: tuple[ProviderKind, ...] = ("openai", "anthropic", "ollama")
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+def resolve_provider(config: Config, name: str, environ: Mapping[str, str] | None = None) -> ProviderConfig:
+    """The settings of the upstream provider called ``name``: its table, or a built-in name read from env.
+
+    ``openai`` uses OPENAI_API_KEY and OPENAI_BASE_URL (a key is required only for the public API),
+    ``anthropic`` ANTHROPIC_API_KEY, ``ollama`` OLLAMA_HOST (default http://127.0.0.1:11434). A table
+    of the same name takes precedence. Raises ``ValueError`` saying what is missing.
+    """
+    if name in config.providers:
+        return config.providers[name]
+    env = os.environ if environ is None else environ
+    if name == "openai":
+        base_url = env.get("OPENAI_BASE_URL") or None
+        api_key = env.get("OPENAI_API_KEY") or None
+        if api_key is None and base_url is None:
+            raise ValueError("provider 'openai' needs OPENAI_API_KEY set, or a [providers.openai] table")
+        return ProviderConfig(kind="openai", base_url=base_url, api_key=api_key)
+    if name == "anthropic":
+        api_key = env.get("ANTHROPIC_API_KEY") or None
+        if api_key is None:
+            raise ValueError("provider 'anthropic' needs ANTHROPIC_API_KEY set, or a [providers.anthropic] table")
+        return ProviderConfig(kind="anthropic", api_key=api_key)
+    if name == "ollama":
+        host = env.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
+        if "://" not in host:  # Ollama's own CLI accepts a bare host:port
+            host = "http://" + host
+        return ProviderConfig(kind="ollama", base_url=host)
+    known = ["builtin", *BUILTIN_PROVIDER_NAMES, *(n for n in config.providers if n not in BUILTIN_PROVIDER_NAMES)]
+    raise ValueError(f"unknown provider {name!r} (known: {', '.join(known)}; add a [providers.{name}] table)")
 
 
 def default_config() -> Config:
@@ -217,13 +283,13 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, environ: Mapping[st
     except ValidationError as exc:
         raise ConfigError(problems + _describe_all(exc.errors(), resolved)) from None
     config._base_dir = base_dir
-    problems += _cross_checks(config)
+    problems += _cross_checks(config, os.environ if environ is None else environ)
     if problems:
         raise ConfigError(problems)
     return config
 
 
-def _cross_checks(config: Config) -> list[str]:
+def _cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
     """Rules that span keys, each reported with the key path to fix."""
     problems = []
     defaults = [name for name, agent in config.agents.items() if agent.default]
@@ -232,11 +298,25 @@ def _cross_checks(config: Config) -> list[str]:
     for name, agent in config.agents.items():
         problems += _tool_problems(name, agent)
         problems += _prompt_problems(name, agent, config.base_dir)
-        if agent.provider_name not in KNOWN_PROVIDERS:
-            problems.append(f"agents.{name}.model: unknown provider {agent.provider_name!r}")
-        if agent.provider_name == "builtin" and agent.model_name not in BUILTIN_MODELS:
-            problems.append(f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}")
+        if agent.provider_name == "builtin":
+            if agent.model_name not in BUILTIN_MODELS:
+                problems.append(
+                    f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"
+                )
+            continue
+        try:
+            provider = resolve_provider(config, agent.provider_name, environ)
+        except ValueError as exc:
+            problems.append(f"agents.{name}.model: {exc}")
+            continue
+        problems += _model_settings_problems(name, agent, provider.kind)
     return problems
+
+
+def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind) -> list[str]:
+    from app.providers.settings import setting_problems  # the providers own their settings
+
+    return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
 
 
 def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:

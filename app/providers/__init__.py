@@ -1,19 +1,43 @@
-"""Upstream model APIs behind one interface, and the factory that builds them from config."""
+"""Upstream model APIs behind one interface, and the factory that builds them from config.
+
+One module per wire API: ``openai`` (Chat Completions and compatible servers), ``anthropic``
+(Messages), ``ollama`` (``/api/chat``), plus ``builtin`` (the echo model). ``http`` holds what they
+share: sending with retries, timeouts, and reading SSE and NDJSON bodies.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import httpx
 
-from app.config import AgentConfig, Config
+from app.config import AgentConfig, Config, ProviderConfig, resolve_provider
 from app.errors import ConfigError
+from app.providers.anthropic import AnthropicProvider
 from app.providers.base import ModelRequest, Provider
 from app.providers.builtin import EchoModel
+from app.providers.ollama import OllamaProvider
+from app.providers.openai import OpenAIProvider
 
 __all__ = ["ModelRequest", "Provider", "build_provider"]
 
+PROVIDER_KINDS: Mapping[str, Callable[[str, ProviderConfig, httpx.AsyncClient], Provider]] = {
+    "openai": OpenAIProvider,
+    "anthropic": AnthropicProvider,
+    "ollama": OllamaProvider,
+}
+
 
 def build_provider(agent: AgentConfig, config: Config, http_client: httpx.AsyncClient) -> Provider:
-    """The provider that serves ``agent.model``, sharing the process-wide ``http_client``."""
+    """The provider that serves ``agent.model``, sharing the process-wide ``http_client``.
+
+    A provider name is a ``[providers.NAME]`` table, or one of the built-in names ``builtin``,
+    ``openai``, ``anthropic`` and ``ollama`` (these three configured from the environment).
+    """
     if agent.provider_name == "builtin":
         return EchoModel()
-    raise ConfigError([f"model {agent.model!r}: unknown provider {agent.provider_name!r}"])
+    try:
+        settings = resolve_provider(config, agent.provider_name)
+    except ValueError as exc:
+        raise ConfigError([f"model {agent.model!r}: {exc}"]) from None
+    return PROVIDER_KINDS[settings.kind](agent.provider_name, settings, http_client)

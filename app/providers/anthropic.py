@@ -1,0 +1,335 @@
+"""Anthropic Messages (``POST {base_url}/v1/messages``, ``anthropic-version: 2023-06-01``).
+
+The stream is SSE with named events: ``message_start`` (input usage), then per content block
+``content_block_start`` / ``content_block_delta`` / ``content_block_stop`` (text, thinking with its
+signature, redacted thinking, tool_use with ``input_json_delta`` pieces), ``message_delta`` (stop
+reason, output usage), ``message_stop``; ``ping`` anywhere, ``error`` mid-stream. Unknown events,
+blocks and deltas are skipped, as the API's versioning policy asks.
+
+History rules the API enforces, applied here:
+
+- every system message (wherever the policy left it) is lifted into the top-level ``system`` string;
+- tool results go back as a user turn of ``tool_result`` blocks, and consecutive same-role turns merge;
+- a history that starts with the assistant gets a short user turn before it;
+- thinking blocks go back unmodified with their signature, kept in ``ReasoningPart.provider_data``
+  as ``{"anthropic": {"signature": ...}}`` (``{"anthropic": {"redacted": ...}}`` for redacted
+  thinking); reasoning without one (another provider's) is not sent;
+- ``max_tokens`` is required: it defaults to 4096, or that much above a thinking budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from app.config import ProviderConfig
+from app.errors import ProviderError
+from app.events import (
+    FinishReason,
+    ModelFinished,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from app.history import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+)
+from app.ids import new_id
+from app.providers.base import ModelRequest
+from app.providers.http import Upstream, malformed, parse_json, sse_messages
+from app.providers.parts import arguments_object, inline_base64, unsupported_file
+
+__all__ = ["AnthropicProvider", "encode_messages"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+HISTORY_START = "(The conversation so far follows.)"
+"""The user turn put before a history that starts with the assistant: the API requires a user first."""
+
+STOP_REASONS: Mapping[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+ERROR_MESSAGES: Mapping[str, str] = {
+    "overloaded_error": "The model provider is overloaded; try again later.",
+    "rate_limit_error": "The model provider is rate limiting requests; try again later.",
+}
+
+
+class AnthropicProvider:
+    """The Anthropic Messages API. See the module docstring."""
+
+    def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
+        self.name = name
+        base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if config.api_key:
+            headers["x-api-key"] = config.api_key
+        self.upstream = Upstream.from_config(client, name, config, url=f"{base_url}/v1/messages", headers=headers)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
+        """Stream one message's events."""
+        return self.upstream.stream(self.request_body(request), self._decode)
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent upstream for ``request``."""
+        system, messages = encode_messages(request.messages, self.name)
+        settings = dict(request.settings)
+        extra = settings.pop("extra_body", None) or {}
+        thinking = settings.pop("thinking", None)
+        if isinstance(thinking, int):
+            thinking = {"type": "enabled", "budget_tokens": thinking}
+        budget = thinking.get("budget_tokens", 0) if isinstance(thinking, dict) else 0
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": settings.pop("max_tokens", None) or DEFAULT_MAX_TOKENS + budget,
+        }
+        if system:
+            body["system"] = system
+        body["messages"] = messages
+        if request.tools:
+            body["tools"] = [
+                {"name": tool.name, "description": tool.description, "input_schema": dict(tool.parameters)}
+                if tool.description
+                else {"name": tool.name, "input_schema": dict(tool.parameters)}
+                for tool in request.tools
+            ]
+        if thinking is not None:
+            body["thinking"] = thinking
+        stop = settings.pop("stop", None)
+        if stop is not None:
+            body["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+        body.update(settings)  # temperature, top_p, top_k: the API's own names
+        body["stream"] = True
+        body.update(extra)
+        return body
+
+    async def _decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+        blocks: dict[int, _Block] = {}
+        input_tokens = output_tokens = 0
+        stop_reason: str | None = None
+        finished = False
+        async for _event, data in sse_messages(chunks):
+            payload = parse_json(data, self.name)
+            if not isinstance(payload, dict):
+                raise malformed(self.name, f"an event that is not an object: {data[:200]!r}")
+            kind = payload.get("type")
+            if kind == "content_block_delta":
+                block = blocks.get(payload.get("index", -1))
+                delta = payload.get("delta")
+                if block is None or not isinstance(delta, dict):
+                    continue  # a delta of a block type we skip
+                delta_type = delta.get("type")
+                if delta_type == "text_delta":
+                    if delta.get("text"):
+                        yield TextDelta(block.id, delta["text"])
+                elif delta_type == "thinking_delta":
+                    if delta.get("thinking"):
+                        yield ReasoningDelta(block.id, delta["thinking"])
+                elif delta_type == "input_json_delta":
+                    if delta.get("partial_json"):
+                        block.parts.append(delta["partial_json"])
+                        yield ToolCallDelta(block.id, delta["partial_json"])
+                elif delta_type == "signature_delta":
+                    block.parts.append(delta.get("signature") or "")
+            elif kind == "content_block_start":
+                index, content_block = payload.get("index"), payload.get("content_block")
+                if isinstance(index, int) and isinstance(content_block, dict):
+                    for started in _start_block(blocks, index, content_block):
+                        yield started
+            elif kind == "content_block_stop":
+                block = blocks.pop(payload.get("index", -1), None)
+                if block is not None:
+                    yield block.end()
+            elif kind == "message_start":
+                usage = (payload.get("message") or {}).get("usage") or {}
+                input_tokens = _input_tokens(usage)
+                output_tokens = int(usage.get("output_tokens") or 0)
+            elif kind == "message_delta":
+                stop_reason = (payload.get("delta") or {}).get("stop_reason") or stop_reason
+                usage = payload.get("usage") or {}
+                input_tokens = _input_tokens(usage) or input_tokens
+                output_tokens = int(usage.get("output_tokens") or output_tokens)
+            elif kind == "message_stop":
+                finished = True
+                break
+            elif kind == "error":
+                error = payload.get("error") or {}
+                raise ProviderError(
+                    f"{self.name}: error event: {data[:500]!r}",
+                    public_message=ERROR_MESSAGES.get(error.get("type", ""), "The model failed."),
+                )
+            # ping and event types newer than this code: nothing to do
+        if not finished and stop_reason is None:
+            raise ProviderError(
+                f"{self.name}: the stream ended without message_stop", public_message="The model stream ended early."
+            )
+        for block in blocks.values():
+            yield block.end()
+        yield Usage(input_tokens, output_tokens)
+        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"))
+
+    async def aclose(self) -> None:
+        """Nothing to release: the HTTP client is shared and closed by the server."""
+
+
+class _Block:
+    """One open content block: its kind, the id its events carry, and what its end needs."""
+
+    __slots__ = ("id", "kind", "parts")
+
+    def __init__(self, kind: str, block_id: str) -> None:
+        self.kind = kind
+        self.id = block_id
+        self.parts: list[str] = []  # tool input JSON pieces, or thinking signature pieces
+
+    def end(self) -> RunEvent:
+        if self.kind == "text":
+            return TextEnd(self.id)
+        if self.kind == "tool_use":
+            return ToolCallEnd(self.id, "".join(self.parts) or "{}")
+        if self.kind == "redacted_thinking":
+            return ReasoningEnd(self.id, {"anthropic": {"redacted": self.parts[0]}})
+        signature = "".join(self.parts)
+        return ReasoningEnd(self.id, {"anthropic": {"signature": signature}} if signature else None)
+
+
+def _start_block(blocks: dict[int, _Block], index: int, content: dict[str, Any]) -> list[RunEvent]:
+    kind = content.get("type")
+    if kind == "text":
+        block = blocks[index] = _Block("text", new_id("msg"))
+        events: list[RunEvent] = [TextStart(block.id)]
+        if content.get("text"):
+            events.append(TextDelta(block.id, content["text"]))
+        return events
+    if kind == "thinking":
+        block = blocks[index] = _Block("thinking", new_id("rs"))
+        events = [ReasoningStart(block.id)]
+        if content.get("thinking"):
+            events.append(ReasoningDelta(block.id, content["thinking"]))
+        if content.get("signature"):
+            block.parts.append(content["signature"])
+        return events
+    if kind == "redacted_thinking":
+        block = blocks[index] = _Block("redacted_thinking", new_id("rs"))
+        block.parts.append(str(content.get("data", "")))
+        return [ReasoningStart(block.id)]
+    if kind == "tool_use":
+        block = blocks[index] = _Block("tool_use", str(content.get("id") or new_id("toolu")))
+        return [ToolCallStart(block.id, str(content.get("name", "")))]
+    return []  # server tool blocks and newer types: not ours to relay
+
+
+def _input_tokens(usage: Mapping[str, Any]) -> int:
+    """Every input token, cached or not."""
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return sum(int(usage.get(key) or 0) for key in keys)
+
+
+def encode_messages(messages: tuple[Message, ...], provider: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """The history as ``(system, messages)`` for the Messages API. See the module docstring."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            if message.content:
+                system.append(message.content)
+        elif isinstance(message, UserMessage):
+            add("user", [_user_block(part, provider) for part in message.parts if not _empty(part)])
+        elif isinstance(message, AssistantMessage):
+            add("assistant", [block for part in message.parts if (block := _assistant_block(part)) is not None])
+        else:
+            add("user", [_tool_result(message)])
+    if turns and turns[0]["role"] == "assistant":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": HISTORY_START}]})
+    if turns and turns[-1]["role"] == "assistant":
+        _strip_trailing_whitespace(turns[-1]["content"])
+        if not turns[-1]["content"]:
+            turns.pop()
+    return ("\n\n".join(system) or None), turns
+
+
+def _empty(part: TextPart | FilePart) -> bool:
+    return isinstance(part, TextPart) and not part.text.strip()
+
+
+def _user_block(part: TextPart | FilePart, provider: str) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    data = inline_base64(part)
+    if part.media_type.startswith("image/"):
+        kind = "image"
+    elif part.media_type == "application/pdf":
+        kind = "document"
+    else:
+        raise unsupported_file(provider, part)
+    if data is None:
+        return {"type": kind, "source": {"type": "url", "url": part.url}}
+    return {"type": kind, "source": {"type": "base64", "media_type": part.media_type, "data": data}}
+
+
+def _assistant_block(part: TextPart | ReasoningPart | ToolCallPart) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ToolCallPart):
+        return {
+            "type": "tool_use",
+            "id": part.tool_call_id,
+            "name": part.name,
+            "input": arguments_object(part.arguments),
+        }
+    saved = (part.provider_data or {}).get("anthropic")
+    if not isinstance(saved, dict):
+        return None  # reasoning the API did not sign cannot go back
+    if "redacted" in saved:
+        return {"type": "redacted_thinking", "data": saved["redacted"]}
+    if "signature" in saved:
+        return {"type": "thinking", "thinking": part.text, "signature": saved["signature"]}
+    return None
+
+
+def _tool_result(message: ToolMessage) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _strip_trailing_whitespace(blocks: list[dict[str, Any]]) -> None:
+    """The API refuses a final assistant turn (a prefill) whose text ends in whitespace."""
+    last = blocks[-1]
+    if last["type"] == "text":
+        last["text"] = last["text"].rstrip()
+        if not last["text"]:
+            blocks.pop()

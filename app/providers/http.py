@@ -1,0 +1,350 @@
+"""Streaming from an upstream model API over the shared httpx client, written once for every provider.
+
+``Upstream.stream(body, decode)`` sends one JSON request and relays the events ``decode`` makes of the
+response body. Around that it owns every fault:
+
+- **Retries.** A refused or failed connection, and a 429, 503 or 529 answer, are retried with
+  exponential backoff (honouring a short ``Retry-After``) up to ``retries`` times. Retrying happens
+  only while sending, before any event was yielded, so a client never sees a token twice.
+- **Timeouts.** ``connect`` bounds opening the connection (httpx). ``first_token`` bounds the wait
+  from sending the request to the first event, headers and silent prefill included; ``idle`` bounds
+  each read after that. Those two are a watchdog rather than a timeout per read: a read costs one
+  clock reading, and the watchdog's timer fires at most once per idle period. When a deadline passes
+  while the stream waits for the upstream, the watchdog cancels that wait and it becomes a
+  ``ProviderError``; time spent waiting for *our* client (backpressure) never counts.
+- **Errors.** Every failure becomes ``ProviderError(detail, public_message=...)``: the detail names the
+  upstream, status and an excerpt of its answer for the log; the public message is short and says
+  nothing about the deployment.
+- **Closing.** The response is closed in a ``finally``: when the client hangs up, the cancellation or
+  ``aclose()`` that reaches this generator closes the upstream connection at once.
+
+The body readers ``sse_messages`` and ``ndjson_objects`` turn raw chunks into messages, with frames
+split across reads in any way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from pydantic_core import from_json, to_json
+
+from app.config import ProviderConfig
+from app.errors import ProviderError
+from app.events import RunEvent
+
+__all__ = [
+    "INTERRUPTED",
+    "Decoder",
+    "Upstream",
+    "malformed",
+    "ndjson_objects",
+    "parse_json",
+    "sse_messages",
+]
+
+logger = logging.getLogger("chatgate.providers")
+
+INTERRUPTED = "The model stream was interrupted."
+RETRYABLE_STATUS = frozenset({429, 503, 529})  # 529: Anthropic's "overloaded"
+MAX_RETRY_AFTER = 20.0
+_EXCERPT = 500
+
+Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
+"""Turns the upstream's raw body chunks into run events (one provider's wire format)."""
+
+
+def malformed(upstream: str, what: str) -> ProviderError:
+    """The error for an upstream stream that breaks its own wire format."""
+    return ProviderError(f"{upstream}: malformed stream: {what}", public_message=INTERRUPTED)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """One upstream endpoint: where to POST, with which headers, timeouts and retries."""
+
+    client: httpx.AsyncClient
+    name: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    connect_timeout: float = 10.0
+    first_token_timeout: float = 300.0
+    idle_timeout: float = 120.0
+    retries: int = 2
+    backoff: float = 0.5
+
+    @classmethod
+    def from_config(
+        cls, client: httpx.AsyncClient, name: str, config: ProviderConfig, *, url: str, headers: Mapping[str, str]
+    ) -> Upstream:
+        """The endpoint ``url`` of provider ``name``: the kind's ``headers`` under the table's own."""
+        timeouts = config.timeouts
+        return cls(
+            client,
+            name,
+            url,
+            {**headers, **config.headers},
+            connect_timeout=timeouts.connect,
+            first_token_timeout=timeouts.first_token,
+            idle_timeout=timeouts.idle,
+            retries=config.retries,
+        )
+
+    async def stream(self, body: Mapping[str, Any], decode: Decoder) -> AsyncIterator[RunEvent]:
+        """POST ``body`` and yield what ``decode`` makes of the streamed answer. See the module docstring."""
+        watchdog = _Watchdog(self)
+        try:
+            response = await self._open(to_json(body), watchdog)
+            try:
+                events = decode(watchdog.reads(response))
+                try:
+                    first = await anext(events)
+                except StopAsyncIteration:
+                    raise ProviderError(
+                        f"{self.name}: the stream ended before any event", public_message=INTERRUPTED
+                    ) from None
+                watchdog.started()
+                yield first
+                async for event in events:
+                    yield event
+            finally:
+                await response.aclose()
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"{self.name}: the stream broke: {exc!r}", public_message=INTERRUPTED) from exc
+        finally:
+            watchdog.close()
+
+    async def _open(self, content: bytes, watchdog: _Watchdog) -> httpx.Response:
+        """Send the request until it gets a 2xx answer, retrying what is worth retrying."""
+        timeout = httpx.Timeout(self.connect_timeout, read=None)
+        attempt = 0
+        while True:
+            watchdog.begin_attempt()
+            request = self.client.build_request(
+                "POST", self.url, content=content, headers=self.headers, timeout=timeout
+            )
+            try:
+                outcome, delay = await watchdog.guard(self._send(request))
+            finally:
+                watchdog.pause()
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            if not outcome.retryable or attempt >= self.retries:
+                raise outcome
+            delay = max(delay, self.backoff * 2**attempt)
+            logger.warning("%s: %s; retrying in %.1fs", self.name, outcome, delay)
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _send(self, request: httpx.Request) -> tuple[httpx.Response | ProviderError, float]:
+        """The response if it is 2xx; otherwise the error it amounts to and the delay it asks for."""
+        try:
+            response = await self.client.send(request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            error = ProviderError(
+                f"{self.name}: cannot connect to {self.url}: {exc!r}",
+                public_message="The model provider could not be reached.",
+                retryable=True,
+            )
+            return error, 0.0
+        except httpx.RemoteProtocolError as exc:  # e.g. a pooled keep-alive connection closed under us
+            error = ProviderError(f"{self.name}: no response: {exc!r}", public_message=INTERRUPTED, retryable=True)
+            return error, 0.0
+        except httpx.HTTPError as exc:
+            return ProviderError(f"{self.name}: request failed: {exc!r}", public_message=INTERRUPTED), 0.0
+        if response.status_code < 300:
+            return response, 0.0
+        try:
+            excerpt = (await response.aread())[:_EXCERPT].decode("utf-8", "replace")
+        except httpx.HTTPError:
+            excerpt = "(unreadable body)"
+        finally:
+            await response.aclose()
+        return _status_error(self.name, response, excerpt), _retry_after(response)
+
+
+def _status_error(name: str, response: httpx.Response, excerpt: str) -> ProviderError:
+    status = response.status_code
+    detail = f"{name}: HTTP {status} from {response.request.url}: {excerpt}"
+    if status == 429:
+        public = "The model provider is rate limiting requests; try again later."
+    elif status in (503, 529):
+        public = "The model provider is overloaded; try again later."
+    elif status >= 500:
+        public = "The model provider failed."
+    else:
+        public = "The model provider rejected the request."
+    return ProviderError(detail, public_message=public, retryable=status in RETRYABLE_STATUS)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The upstream's ``Retry-After`` in seconds when it is short enough to wait for, else 0."""
+    try:
+        seconds = float(response.headers.get("retry-after", "0"))
+    except ValueError:
+        return 0.0
+    return seconds if 0 < seconds <= MAX_RETRY_AFTER else 0.0
+
+
+class _Watchdog:
+    """Cancels the streaming task when one wait for the upstream passes its deadline.
+
+    ``reads`` sets the deadline before each read and clears ``_waiting`` after it; the timer checks
+    lazily, so it re-arms only when it fires early. A cancellation is only ever delivered while the
+    task waits on the upstream, so it always lands inside ``guard`` or ``reads``, which turn it back
+    into a ``ProviderError`` (and ``uncancel`` the task) when it was ours.
+    """
+
+    __slots__ = ("_deadline", "_expired", "_handle", "_loop", "_streaming", "_task", "_upstream", "_waiting")
+
+    def __init__(self, upstream: Upstream) -> None:
+        self._upstream = upstream
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._handle: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
+        self._waiting = False
+        self._streaming = False
+        self._expired = False
+
+    def begin_attempt(self) -> None:
+        """The first-token deadline starts now: sending, the response's headers and first event."""
+        self._task = asyncio.current_task() or self._task
+        self._set(self._loop.time() + self._upstream.first_token_timeout)
+
+    def started(self) -> None:
+        """The first event arrived: from now on each read gets ``idle`` seconds."""
+        self._streaming = True
+
+    def pause(self) -> None:
+        """We are not waiting for the upstream (between attempts)."""
+        self._waiting = False
+
+    async def guard(self, waiting: Any) -> Any:
+        """Await ``waiting`` (a wait on the upstream), turning our own cancellation into ProviderError."""
+        try:
+            return await waiting
+        except asyncio.CancelledError:
+            if self._expired:
+                raise self._timeout() from None
+            raise
+
+    async def reads(self, response: httpx.Response) -> AsyncIterator[bytes]:
+        """The response body's chunks, each read under the current deadline."""
+        self._task = asyncio.current_task() or self._task
+        chunks = response.aiter_bytes()
+        loop = self._loop
+        idle = self._upstream.idle_timeout
+        while True:
+            self._set(loop.time() + idle if self._streaming else self._deadline)
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                if self._expired:
+                    raise self._timeout() from None
+                raise
+            finally:
+                self._waiting = False
+            yield chunk
+
+    def close(self) -> None:
+        """Stop the timer."""
+        self._waiting = False
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _set(self, deadline: float) -> None:
+        self._deadline = deadline
+        self._waiting = True
+        if self._handle is None or self._handle.when() > deadline:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._handle = self._loop.call_at(deadline, self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        if not self._waiting:
+            return  # the next read arms the timer again
+        if self._loop.time() < self._deadline:
+            self._handle = self._loop.call_at(self._deadline, self._check)
+            return
+        self._expired = True
+        self._task.cancel()
+
+    def _timeout(self) -> ProviderError:
+        """The watchdog cancelled the task: take the cancellation back and say which deadline passed."""
+        self._expired = False
+        self._task.uncancel()
+        which = "idle" if self._streaming else "first_token"
+        limit = self._upstream.idle_timeout if self._streaming else self._upstream.first_token_timeout
+        return ProviderError(
+            f"{self._upstream.name}: no answer within the {which} timeout ({limit:g}s)",
+            public_message="The model took too long to respond.",
+        )
+
+
+async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:
+    """``(event, data)`` for each server-sent event in ``chunks``; comments and ``id``/``retry`` ignored.
+
+    Lines may end in LF, CRLF or CR and split anywhere across chunks. ``event`` is ``""`` when the
+    message names none. A message not ended by a blank line when the stream stops is dropped, as the
+    SSE spec says; the decoder notices the missing end of its own protocol.
+    """
+    buffer = b""
+    event = ""
+    data: list[bytes] = []
+    async for chunk in chunks:
+        if buffer:
+            chunk = buffer + chunk
+        if b"\r" in chunk:
+            held = chunk.endswith(b"\r")  # maybe the first half of a CRLF
+            if held:
+                chunk = chunk[:-1]
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            lines = chunk.split(b"\n")
+            buffer = lines.pop() + (b"\r" if held else b"")
+        else:
+            lines = chunk.split(b"\n")
+            buffer = lines.pop()
+        for line in lines:
+            if not line:
+                if data:
+                    yield event, data[0] if len(data) == 1 else b"\n".join(data)
+                    data = []
+                event = ""
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line.startswith(b"event:"):
+                event = line[6:].strip().decode("utf-8", "replace")
+            # anything else is a comment (":"), id:, retry: or an unknown field: all ignored
+
+
+async def ndjson_objects(chunks: AsyncIterator[bytes], upstream: str) -> AsyncIterator[Any]:
+    """Each JSON value of a newline-delimited JSON body, with lines split anywhere across chunks."""
+    buffer = b""
+    async for chunk in chunks:
+        lines = (buffer + chunk if buffer else chunk).split(b"\n")
+        buffer = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield parse_json(line, upstream)
+    if buffer.strip():
+        yield parse_json(buffer, upstream)
+
+
+def parse_json(data: bytes, upstream: str) -> Any:
+    """``data`` parsed as JSON, or the malformed-stream error naming a bit of it."""
+    try:
+        return from_json(data)
+    except ValueError:
+        raise malformed(upstream, f"not JSON: {data[:200]!r}") from None

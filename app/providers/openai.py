@@ -1,0 +1,262 @@
+"""OpenAI Chat Completions (``POST {base_url}/chat/completions``), and every server that speaks it.
+
+vLLM, llama.cpp server, LM Studio, OpenRouter and Ollama's ``/v1`` take the same request and stream
+the same chunks: ``choices[0].delta`` carries ``content``, ``reasoning_content`` or ``reasoning``, and
+``tool_calls`` fragments (``id`` and ``name`` once, then ``arguments`` pieces keyed by ``index``); a
+last chunk with ``choices: []`` carries ``usage``; ``data: [DONE]`` ends the stream.
+
+History: system messages stay ``system`` messages where the policy put them; assistant reasoning is
+not sent back (these APIs do not take it); tool results are ``tool`` messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+from pydantic_core import to_json
+
+from app.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
+from app.errors import ProviderError
+from app.events import (
+    FinishReason,
+    ModelFinished,
+    ReasoningDelta,
+    RunEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from app.history import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+)
+from app.ids import new_id
+from app.providers.base import ModelRequest
+from app.providers.http import Upstream, malformed, parse_json, sse_messages
+from app.providers.parts import unsupported_file
+from app.providers.spans import DeltaSpans
+from app.run_input import ToolDefinition
+
+__all__ = ["OpenAIProvider", "encode_messages"]
+
+FINISH_REASONS: Mapping[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+class OpenAIProvider:
+    """A Chat Completions endpoint. See the module docstring."""
+
+    def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
+        self.name = name
+        base_url = (config.base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+        headers = {"accept": "text/event-stream"}
+        if config.api_key:
+            headers["authorization"] = f"Bearer {config.api_key}"
+        self.upstream = Upstream.from_config(client, name, config, url=f"{base_url}/chat/completions", headers=headers)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
+        """Stream one completion's events."""
+        return self.upstream.stream(self.request_body(request), self._decode)
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent upstream for ``request``."""
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": encode_messages(request.messages, self.name),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [_tool(tool) for tool in request.tools]
+        settings = dict(request.settings)
+        extra = settings.pop("extra_body", None) or {}
+        body.update(settings)  # the settings keep the API's own names
+        body.update(extra)
+        return body
+
+    async def _decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+        spans = DeltaSpans()
+        calls: dict[int, _ToolCall] = {}
+        finish: str | None = None
+        usage: Usage | None = None
+        done = False
+        async for event, data in sse_messages(chunks):
+            if data == b"[DONE]":
+                done = True
+                break
+            chunk = parse_json(data, self.name)
+            if not isinstance(chunk, dict):
+                raise malformed(self.name, f"a chunk that is not an object: {data[:200]!r}")
+            if "error" in chunk or event == "error":
+                raise ProviderError(f"{self.name}: error mid-stream: {data[:500]!r}")
+            choices = chunk.get("choices")
+            if choices:
+                choice = choices[0]
+                delta = choice.get("delta")
+                if delta:
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if reasoning and isinstance(reasoning, str):
+                        if not spans.reasoning_id:
+                            for opened in spans.open_reasoning():
+                                yield opened
+                        yield ReasoningDelta(spans.reasoning_id, reasoning)
+                    content = delta.get("content")
+                    if content:
+                        if not spans.text_id:
+                            for opened in spans.open_text():
+                                yield opened
+                        yield TextDelta(spans.text_id, content)
+                    fragments = delta.get("tool_calls")
+                    if fragments:
+                        for closed in spans.close():
+                            yield closed
+                        for fragment in fragments:
+                            for call_event in self._tool_fragment(calls, fragment):
+                                yield call_event
+                finish = choice.get("finish_reason") or finish
+            if chunk.get("usage"):
+                usage = _usage(chunk["usage"])
+        if not done and finish is None:
+            raise ProviderError(
+                f"{self.name}: the stream ended without [DONE] or a finish_reason",
+                public_message="The model stream ended early.",
+            )
+        for closed in spans.close():
+            yield closed
+        for call in calls.values():
+            if not call.started:
+                raise malformed(self.name, f"tool call {call.id!r} never got a name")
+            yield ToolCallEnd(call.id, "".join(call.arguments) or "{}")
+        if usage is not None:
+            yield usage
+        reason = FINISH_REASONS.get(finish or "stop", "other")
+        yield ModelFinished("tool_calls" if calls and reason == "stop" else reason)
+
+    def _tool_fragment(self, calls: dict[int, _ToolCall], fragment: Any) -> list[RunEvent]:
+        """Events for one ``tool_calls`` fragment; a call starts once its name is known."""
+        if not isinstance(fragment, dict):
+            raise malformed(self.name, f"a tool call fragment that is not an object: {fragment!r}")
+        index = fragment.get("index", len(calls))
+        call = calls.get(index)
+        if call is None:
+            call = calls[index] = _ToolCall(fragment.get("id") or new_id("call"))
+        function = fragment.get("function") or {}
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = to_json(arguments).decode()  # a few servers send the object itself
+        events: list[RunEvent] = []
+        if not call.started and function.get("name"):
+            call.started = True
+            events.append(ToolCallStart(call.id, function["name"]))
+            if call.arguments:
+                events.append(ToolCallDelta(call.id, "".join(call.arguments)))
+        if arguments:
+            call.arguments.append(arguments)
+            if call.started:
+                events.append(ToolCallDelta(call.id, arguments))
+        return events
+
+    async def aclose(self) -> None:
+        """Nothing to release: the HTTP client is shared and closed by the server."""
+
+
+class _ToolCall:
+    """A tool call being assembled from its fragments."""
+
+    __slots__ = ("arguments", "id", "started")
+
+    def __init__(self, call_id: str) -> None:
+        self.id = call_id
+        self.arguments: list[str] = []
+        self.started = False
+
+
+def _usage(usage: Any) -> Usage:
+    if not isinstance(usage, dict):
+        return Usage(0, 0)
+    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name, "parameters": dict(tool.parameters)}
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[str, Any]]:
+    """The history as Chat Completions ``messages``."""
+    encoded: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            encoded.append({"role": "system", "content": message.content})
+        elif isinstance(message, UserMessage):
+            encoded.append({"role": "user", "content": _user_content(message, provider)})
+        elif isinstance(message, AssistantMessage):
+            assistant = _assistant(message)
+            if assistant is not None:
+                encoded.append(assistant)
+        else:
+            encoded.append(_tool_result(message))
+    return encoded
+
+
+def _user_content(message: UserMessage, provider: str) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, TextPart) for part in message.parts):
+        return message.text
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        else:
+            content.append(_file(part, provider))
+    return content
+
+
+def _file(part: FilePart, provider: str) -> dict[str, Any]:
+    if part.media_type.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": part.url}}
+    if part.url.startswith("data:"):
+        file: dict[str, Any] = {"file_data": part.url}
+        if part.filename:
+            file["filename"] = part.filename
+        return {"type": "file", "file": file}
+    raise unsupported_file(provider, part)
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+    calls = [_tool_call(part) for part in message.parts if isinstance(part, ToolCallPart)]
+    text = message.text
+    if not calls and not text:
+        return None  # reasoning only: nothing this API takes back
+    encoded: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        encoded["tool_calls"] = calls
+    return encoded
+
+
+def _tool_call(part: ToolCallPart) -> dict[str, Any]:
+    return {
+        "id": part.tool_call_id,
+        "type": "function",
+        "function": {"name": part.name, "arguments": part.arguments or "{}"},
+    }
+
+
+def _tool_result(message: ToolMessage) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}

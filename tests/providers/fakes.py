@@ -1,0 +1,172 @@
+"""Fake upstream model servers: raw HTTP/1.1 on 127.0.0.1, scripted byte by byte.
+
+A ``FakeUpstream`` answers each request with the next ``Reply`` (the last one repeats): a status,
+then body pieces written one by one (``bytes`` is one write, a ``float`` a pause), then the end the
+reply asks for: a complete chunked body, a connection cut mid-body, or silence. It records every
+request's path, headers and JSON body, and when each connection was closed by the client.
+
+The helpers below build each provider's exact wire frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal
+
+__all__ = [
+    "FakeUpstream",
+    "Recorded",
+    "Reply",
+    "anthropic_event",
+    "ndjson",
+    "openai_chunk",
+    "openai_usage",
+    "sse_data",
+]
+
+Ending = Literal["complete", "cut", "silent"]
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    body: list[bytes | float] = field(default_factory=list)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
+    ending: Ending = "complete"
+
+
+@dataclass
+class Recorded:
+    """One request the fake received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeUpstream:
+    """A scripted HTTP server. Use ``async with FakeUpstream(replies) as fake`` and ``fake.url``."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.requests: list[Recorded] = []
+        self.closed_at: list[float] = []  # time.monotonic() when a client closed a connection
+        self.connections = 0
+        self._served = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [request.body for request in self.requests]
+
+    async def __aenter__(self) -> FakeUpstream:
+        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def wait_closed(self, timeout: float) -> float:
+        """Wait until a client closed a connection; returns when (``time.monotonic()``)."""
+        deadline = time.monotonic() + timeout
+        while not self.closed_at and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert self.closed_at, "the client never closed its connection"
+        return self.closed_at[0]
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self.connections += 1
+        try:
+            while await self._exchange(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.closed_at.append(time.monotonic())
+        finally:
+            writer.close()
+            self._tasks.discard(task)
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Serve one request; False when the connection is over."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")[:-2]
+        method, path, _ = request_line.split(" ", 2)
+        headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in header_lines)}
+        raw = await reader.readexactly(int(headers.get("content-length", "0")))
+        self.requests.append(Recorded(method, path, headers, json.loads(raw) if raw else None))
+        reply = self.replies[min(self._served, len(self.replies) - 1)]
+        self._served += 1
+
+        hangup = asyncio.ensure_future(reader.read(1))  # b"" once the client closes
+        status_line = f"HTTP/1.1 {reply.status} Fake\r\n"
+        header_text = "".join(f"{name}: {value}\r\n" for name, value in reply.headers.items())
+        writer.write((status_line + header_text + "transfer-encoding: chunked\r\n\r\n").encode("latin-1"))
+        await writer.drain()
+        for piece in reply.body:
+            if hangup.done():
+                break
+            if isinstance(piece, float):
+                await asyncio.wait([hangup], timeout=piece)
+                continue
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+        if reply.ending == "silent" or hangup.done():
+            await hangup
+            self.closed_at.append(time.monotonic())
+            return False
+        hangup.cancel()
+        if reply.ending == "cut":
+            return False
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+
+def sse_data(payload: Any) -> bytes:
+    """``data: <json>`` and a blank line."""
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def openai_chunk(delta: dict[str, Any] | None = None, finish_reason: str | None = None) -> bytes:
+    """One Chat Completions chunk frame."""
+    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish_reason}
+    return sse_data({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]})
+
+
+def openai_usage(prompt: int, completion: int) -> bytes:
+    """The include_usage chunk: no choices, just usage."""
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return sse_data({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+
+
+def anthropic_event(kind: str, **fields: Any) -> bytes:
+    """One Messages stream event: ``event: kind`` then its data."""
+    return f"event: {kind}\n".encode() + sse_data({"type": kind, **fields})
+
+
+def ndjson(payload: Any) -> bytes:
+    """One NDJSON line."""
+    return json.dumps(payload).encode() + b"\n"
