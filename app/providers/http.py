@@ -52,6 +52,7 @@ logger = logging.getLogger("chatgate.providers")
 INTERRUPTED = "The model stream was interrupted."
 RETRYABLE_STATUS = frozenset({429, 503, 529})  # 529: Anthropic's "overloaded"
 MAX_RETRY_AFTER = 20.0
+DRAIN_SECONDS = 1.0
 _EXCERPT = 500
 
 Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
@@ -100,7 +101,8 @@ class Upstream:
         try:
             response = await self._open(to_json(body), watchdog)
             try:
-                events = decode(watchdog.reads(response))
+                reads = watchdog.reads(response)
+                events = decode(reads)
                 try:
                     first = await anext(events)
                 except StopAsyncIteration:
@@ -111,6 +113,7 @@ class Upstream:
                 yield first
                 async for event in events:
                     yield event
+                await _drain(reads)
             finally:
                 await response.aclose()
         except httpx.HTTPError as exc:
@@ -165,6 +168,20 @@ class Upstream:
         finally:
             await response.aclose()
         return _status_error(self.name, response, excerpt), _retry_after(response)
+
+
+async def _drain(reads: AsyncIterator[bytes]) -> None:
+    """Read what follows the end of the answer (usually just the chunked body's terminator).
+
+    A fully read response returns its connection to the pool for the next call; one that does not
+    end promptly is simply closed.
+    """
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in reads:
+                pass
+    except (TimeoutError, ProviderError, httpx.HTTPError):
+        pass
 
 
 def _status_error(name: str, response: httpx.Response, excerpt: str) -> ProviderError:
@@ -327,6 +344,8 @@ async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str,
             elif line.startswith(b"event:"):
                 event = line[6:].strip().decode("utf-8", "replace")
             # anything else is a comment (":"), id:, retry: or an unknown field: all ignored
+    if buffer == b"\r" and data:  # the stream's last byte ended the message's blank line
+        yield event, b"\n".join(data)
 
 
 async def ndjson_objects(chunks: AsyncIterator[bytes], upstream: str) -> AsyncIterator[Any]:

@@ -105,6 +105,8 @@ class FakeUpstream:
                 pass
         except (ConnectionError, asyncio.IncompleteReadError):
             self.closed_at.append(time.monotonic())
+        except asyncio.CancelledError:
+            pass  # the fake is shutting down
         finally:
             writer.close()
             self._tasks.discard(task)

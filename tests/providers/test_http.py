@@ -1,0 +1,180 @@
+"""The shared upstream plumbing: retries, timeouts, broken streams, closing, and the body readers."""
+
+import asyncio
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.errors import ProviderError
+from app.events import ModelFinished, RunEvent, RunFailed, TextDelta
+from app.history import TextPart, UserMessage
+from app.providers.base import ModelRequest
+from app.providers.http import ndjson_objects, sse_messages
+from app.run_input import RunInput
+from app.runner import run_agent
+from tests.providers.fakes import FakeUpstream, Reply, openai_chunk
+from tests.providers.support import agent_on, collect, provider, stream_once
+
+HELLO = (UserMessage((TextPart("Hello"),)),)
+DONE = b"data: [DONE]\n\n"
+OK = Reply([openai_chunk({"content": "ok"}), openai_chunk({}, "stop"), DONE])
+
+
+def refused(status: int, **headers: str) -> Reply:
+    return Reply(
+        [b'{"error": {"message": "nope"}}'], status=status, headers={"content-type": "application/json", **headers}
+    )
+
+
+def timeouts(first_token: float, idle: float) -> dict[str, float]:
+    return {"connect": 2.0, "first_token": first_token, "idle": idle}
+
+
+async def test_a_429_then_success_is_retried_and_streams_once() -> None:
+    async with FakeUpstream(refused(429, **{"retry-after": "0"}), OK) as fake:
+        events = await stream_once("openai", fake.url, HELLO, retries=2)
+    assert len(fake.requests) == 2
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["ok"]
+
+
+async def test_503_is_retried_until_the_retries_run_out() -> None:
+    async with FakeUpstream(refused(503)) as fake:
+        events = await run_events_with("openai", fake.url, retries=1)
+    assert len(fake.requests) == 2
+    assert events[-1] == RunFailed("The model provider is overloaded; try again later.", code="model_error")
+
+
+async def test_a_400_is_not_retried_and_its_body_stays_out_of_the_message() -> None:
+    async with FakeUpstream(refused(400)) as fake:
+        events = await run_events_with("openai", fake.url, retries=3)
+    assert len(fake.requests) == 1
+    assert events[-1] == RunFailed("The model provider rejected the request.", code="model_error")
+
+
+async def test_a_500_is_a_provider_failure() -> None:
+    async with FakeUpstream(refused(500)) as fake:
+        events = await run_events_with("openai", fake.url, retries=3)
+    assert len(fake.requests) == 1
+    assert events[-1] == RunFailed("The model provider failed.", code="model_error")
+
+
+async def test_a_refused_connection_is_retried_then_reported() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"  # bound, never listening: connections are refused
+        async with provider("openai", url, retries=1) as model:
+            with pytest.raises(ProviderError) as caught:
+                await collect(model.stream(ModelRequest("m", HELLO)))
+    assert caught.value.public_message == "The model provider could not be reached."
+    assert caught.value.retryable
+
+
+async def test_a_failure_after_the_first_token_is_never_retried() -> None:
+    async with FakeUpstream(Reply([openai_chunk({"content": "Hel"})], ending="cut"), OK) as fake:
+        events = await run_events_with("openai", fake.url, retries=3)
+    assert len(fake.requests) == 1
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["Hel"]
+    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error")
+
+
+async def test_an_upstream_silent_before_its_first_token_times_out() -> None:
+    async with FakeUpstream(Reply([], ending="silent")) as fake:
+        events = await run_events_with("openai", fake.url, timeouts=timeouts(first_token=0.3, idle=5))
+    assert events[-1] == RunFailed("The model took too long to respond.", code="model_error")
+
+
+async def test_an_upstream_silent_past_its_idle_timeout_mid_stream_fails_and_is_closed() -> None:
+    async with FakeUpstream(Reply([openai_chunk({"content": "Hel"})], ending="silent")) as fake:
+        events = await run_events_with("openai", fake.url, timeouts=timeouts(first_token=5, idle=0.3))
+        await fake.wait_closed(timeout=2)
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["Hel"]
+    assert events[-1] == RunFailed("The model took too long to respond.", code="model_error")
+
+
+async def test_a_slow_first_token_within_first_token_is_fine_even_past_idle() -> None:
+    reply = Reply([0.6, openai_chunk({"content": "late"}), openai_chunk({}, "stop"), DONE])
+    async with FakeUpstream(reply) as fake:
+        events = await stream_once("openai", fake.url, HELLO, timeouts=timeouts(first_token=5, idle=0.2))
+    assert events[-1] == ModelFinished("stop")
+
+
+async def test_a_slow_consumer_is_not_mistaken_for_an_idle_upstream() -> None:
+    reply = Reply([openai_chunk({"content": "a"}), openai_chunk({"content": "b"}), openai_chunk({}, "stop"), DONE])
+    async with FakeUpstream(reply) as fake, provider("openai", fake.url, timeouts=timeouts(5, idle=0.2)) as model:
+        deltas = []
+        async for event in model.stream(ModelRequest("m", HELLO)):
+            if isinstance(event, TextDelta):
+                deltas.append(event.delta)
+            await asyncio.sleep(0.3)  # longer than idle, on our side
+    assert deltas == ["a", "b"]
+
+
+async def test_closing_the_event_stream_closes_the_upstream_connection_at_once() -> None:
+    slow = Reply([openai_chunk({"content": "tick"}), *[0.1, openai_chunk({"content": "tick"})] * 100])
+    async with FakeUpstream(slow) as fake, provider("openai", fake.url) as model:
+        stream = model.stream(ModelRequest("m", HELLO))
+        await anext(stream)
+        closed_by_us = time.monotonic()
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert await fake.wait_closed(timeout=2) - closed_by_us < 1.0
+
+
+async def test_cancelling_the_consuming_task_closes_the_upstream_connection() -> None:
+    slow = Reply([openai_chunk({"content": "tick"}), *[0.1, openai_chunk({"content": "tick"})] * 100])
+    async with FakeUpstream(slow) as fake, provider("openai", fake.url) as model:
+        first = asyncio.Event()
+
+        async def consume() -> None:
+            async for _ in model.stream(ModelRequest("m", HELLO)):
+                first.set()
+
+        task = asyncio.create_task(consume())
+        await first.wait()
+        cancelled = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await fake.wait_closed(timeout=2) - cancelled < 1.0
+
+
+async def test_the_shared_client_keeps_its_connection_alive_between_calls() -> None:
+    async with FakeUpstream(OK) as fake, provider("openai", fake.url) as model:
+        for _ in range(3):
+            await collect(model.stream(ModelRequest("m", HELLO)))
+    assert (len(fake.requests), fake.connections) == (3, 1)
+
+
+async def run_events_with(kind: str, url: str, **table: Any) -> list[RunEvent]:
+    """A whole run through the runner, on a provider table with ``table``'s settings."""
+    async with provider(kind, url, **table) as model:
+        return await collect(run_agent(agent_on(model), RunInput(HELLO)))
+
+
+async def chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+async def test_sse_lines_split_anywhere_including_between_cr_and_lf() -> None:
+    pieces = (b"event: a\r", b"\ndata: 1\r\n", b"\r", b"\n: comment\nid: 7\ndata: x\ndata: y\n\ndata: no end")
+    messages = [message async for message in sse_messages(chunks(*pieces))]
+    assert messages == [("a", b"1"), ("", b"x\ny")]
+
+
+async def test_sse_bare_cr_line_endings_and_data_without_a_space() -> None:
+    messages = [message async for message in sse_messages(chunks(b"data:1\r\rdata: 2\r\r"))]
+    assert messages == [("", b"1"), ("", b"2")]
+
+
+async def test_ndjson_lines_split_anywhere_and_a_last_line_without_newline() -> None:
+    objects = [obj async for obj in ndjson_objects(chunks(b'{"a":', b' 1}\n\n{"b"', b": 2}"), "test")]
+    assert objects == [{"a": 1}, {"b": 2}]
+
+
+async def test_ndjson_that_is_not_json_is_a_malformed_stream() -> None:
+    with pytest.raises(ProviderError) as caught:
+        [obj async for obj in ndjson_objects(chunks(b"{oops}\n"), "test")]
+    assert caught.value.public_message == "The model stream was interrupted."
