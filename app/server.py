@@ -30,7 +30,7 @@ from app.reload import ConfigWatcher
 from app.runner import run_agent
 from app.sse import EventStreamResponse
 
-__all__ = ["create_app", "error_response"]
+__all__ = ["create_app", "error_response", "upstream_client"]
 
 logger = logging.getLogger("chatgate.server")
 
@@ -58,7 +58,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with httpx.AsyncClient(timeout=None) as http_client:
+        async with upstream_client() as http_client:
             app.state.agents = AgentRegistry(config, http_client)
 
             def apply(new_config: Config) -> None:
@@ -95,6 +95,16 @@ def create_app(
             Exception: _unexpected_error_handler,
         },
     )
+
+
+def upstream_client() -> httpx.AsyncClient:
+    """The process's one HTTP client for every upstream model API.
+
+    Connections are pooled and kept alive between calls (no new TLS handshake per request); there is
+    no cap on concurrent streams, and timeouts are set per request by each provider (app/providers/http.py).
+    """
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
+    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), limits=limits)
 
 
 async def _healthz(request: Request) -> Response:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
@@ -22,6 +25,7 @@ __all__ = [
     "Recorded",
     "Reply",
     "anthropic_event",
+    "fake_in_thread",
     "ndjson",
     "openai_chunk",
     "openai_usage",
@@ -145,6 +149,30 @@ class FakeUpstream:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+@contextmanager
+def fake_in_thread(*replies: Reply) -> Iterator[FakeUpstream]:
+    """A ``FakeUpstream`` on its own event loop thread, for tests that block (the Node clients)."""
+    fake = FakeUpstream(*replies)
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    stop = asyncio.Event()
+
+    async def main() -> None:
+        async with fake:
+            ready.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
+    thread.start()
+    assert ready.wait(10), "the fake upstream did not start"
+    try:
+        yield fake
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
 
 
 def sse_data(payload: Any) -> bytes:
