@@ -54,7 +54,7 @@ from app.history import (
 )
 from app.ids import new_id
 from app.providers.base import ModelRequest
-from app.providers.http import Upstream, malformed, parse_json, sse_messages
+from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
 from app.providers.parts import arguments_object, inline_base64, unsupported_file
 
 __all__ = ["AnthropicProvider", "encode_messages"]
@@ -78,7 +78,7 @@ ERROR_MESSAGES: Mapping[str, str] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(HTTPProvider):
     """The Anthropic Messages API. See the module docstring."""
 
     def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
@@ -88,10 +88,6 @@ class AnthropicProvider:
         if config.api_key:
             headers["x-api-key"] = config.api_key
         self.upstream = Upstream.from_config(client, name, config, url=f"{base_url}/v1/messages", headers=headers)
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
-        """Stream one message's events."""
-        return self.upstream.stream(self.request_body(request), self._decode)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent upstream for ``request``."""
@@ -126,7 +122,8 @@ class AnthropicProvider:
         body.update(extra)
         return body
 
-    async def _decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+    async def decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+        """Messages stream events as run events."""
         blocks: dict[int, _Block] = {}
         input_tokens = output_tokens = 0
         stop_reason: str | None = None
@@ -190,9 +187,6 @@ class AnthropicProvider:
             yield block.end()
         yield Usage(input_tokens, output_tokens)
         yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"))
-
-    async def aclose(self) -> None:
-        """Nothing to release: the HTTP client is shared and closed by the server."""
 
 
 class _Block:

@@ -36,10 +36,12 @@ from pydantic_core import from_json, to_json
 from app.config import ProviderConfig
 from app.errors import ProviderError
 from app.events import RunEvent
+from app.providers.base import ModelRequest
 
 __all__ = [
     "INTERRUPTED",
     "Decoder",
+    "HTTPProvider",
     "Upstream",
     "malformed",
     "ndjson_objects",
@@ -57,6 +59,31 @@ _EXCERPT = 500
 
 Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
 """Turns the upstream's raw body chunks into run events (one provider's wire format)."""
+
+
+class HTTPProvider:
+    """What every upstream API's provider shares: ``stream`` sends ``request_body`` and relays ``decode``.
+
+    Subclasses set ``name`` and ``upstream`` and implement the two methods for their wire format.
+    """
+
+    name: str
+    upstream: Upstream
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
+        """Stream one model call's events."""
+        return self.upstream.stream(self.request_body(request), self.decode)
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent upstream for ``request``."""
+        raise NotImplementedError
+
+    def decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+        """The run events in the upstream's streamed body."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Nothing to release: the HTTP client is shared and closed by the server."""
 
 
 def malformed(upstream: str, what: str) -> ProviderError:

@@ -41,7 +41,7 @@ from app.history import (
 )
 from app.ids import new_id
 from app.providers.base import ModelRequest
-from app.providers.http import Upstream, malformed, ndjson_objects
+from app.providers.http import HTTPProvider, Upstream, malformed, ndjson_objects
 from app.providers.parts import arguments_object, inline_base64, unsupported_file
 from app.providers.spans import DeltaSpans
 
@@ -51,7 +51,7 @@ DONE_REASONS: Mapping[str, FinishReason] = {"stop": "stop", "length": "length"}
 TOP_LEVEL_SETTINGS = frozenset({"think", "keep_alive"})
 
 
-class OllamaProvider:
+class OllamaProvider(HTTPProvider):
     """An Ollama server. See the module docstring."""
 
     def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
@@ -61,10 +61,6 @@ class OllamaProvider:
         if config.api_key:  # an Ollama behind an authenticating proxy
             headers["authorization"] = f"Bearer {config.api_key}"
         self.upstream = Upstream.from_config(client, name, config, url=f"{base_url}/api/chat", headers=headers)
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
-        """Stream one chat answer's events."""
-        return self.upstream.stream(self.request_body(request), self._decode)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent upstream for ``request``."""
@@ -99,7 +95,8 @@ class OllamaProvider:
         body.update(extra)
         return body
 
-    async def _decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+    async def decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+        """NDJSON chat lines as run events."""
         spans = DeltaSpans()
         called = False
         async for line in ndjson_objects(chunks, self.name):
@@ -147,9 +144,6 @@ class OllamaProvider:
         arguments = function.get("arguments") or {}
         text = arguments if isinstance(arguments, str) else to_json(arguments).decode()
         return ToolCallStart(call_id, function["name"]), ToolCallDelta(call_id, text), ToolCallEnd(call_id, text)
-
-    async def aclose(self) -> None:
-        """Nothing to release: the HTTP client is shared and closed by the server."""
 
 
 def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[str, Any]]:

@@ -42,7 +42,7 @@ from app.history import (
 )
 from app.ids import new_id
 from app.providers.base import ModelRequest
-from app.providers.http import Upstream, malformed, parse_json, sse_messages
+from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
 from app.providers.parts import unsupported_file
 from app.providers.spans import DeltaSpans
 from app.run_input import ToolDefinition
@@ -58,7 +58,7 @@ FINISH_REASONS: Mapping[str, FinishReason] = {
 }
 
 
-class OpenAIProvider:
+class OpenAIProvider(HTTPProvider):
     """A Chat Completions endpoint. See the module docstring."""
 
     def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
@@ -68,10 +68,6 @@ class OpenAIProvider:
         if config.api_key:
             headers["authorization"] = f"Bearer {config.api_key}"
         self.upstream = Upstream.from_config(client, name, config, url=f"{base_url}/chat/completions", headers=headers)
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
-        """Stream one completion's events."""
-        return self.upstream.stream(self.request_body(request), self._decode)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent upstream for ``request``."""
@@ -89,7 +85,8 @@ class OpenAIProvider:
         body.update(extra)
         return body
 
-    async def _decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+    async def decode(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[RunEvent]:
+        """Chat Completions chunks as run events."""
         spans = DeltaSpans()
         calls: dict[int, _ToolCall] = {}
         finish: str | None = None
@@ -170,9 +167,6 @@ class OpenAIProvider:
             if call.started:
                 events.append(ToolCallDelta(call.id, arguments))
         return events
-
-    async def aclose(self) -> None:
-        """Nothing to release: the HTTP client is shared and closed by the server."""
 
 
 class _ToolCall:
