@@ -218,8 +218,9 @@ def resolve_provider(config: Config, name: str, environ: Mapping[str, str] | Non
     """The settings of the upstream provider called ``name``: its table, or a built-in name read from env.
 
     ``openai`` uses OPENAI_API_KEY and OPENAI_BASE_URL (a key is required only for the public API),
-    ``anthropic`` ANTHROPIC_API_KEY, ``ollama`` OLLAMA_HOST (default http://127.0.0.1:11434). A table
-    of the same name takes precedence. Raises ``ValueError`` saying what is missing.
+    ``anthropic`` ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL, ``ollama`` OLLAMA_HOST (default
+    http://127.0.0.1:11434). A table of the same name takes precedence. Raises ``ValueError`` saying
+    what is missing.
     """
     if name in config.providers:
         return config.providers[name]
@@ -234,7 +235,7 @@ def resolve_provider(config: Config, name: str, environ: Mapping[str, str] | Non
         api_key = env.get("ANTHROPIC_API_KEY") or None
         if api_key is None:
             raise ValueError("provider 'anthropic' needs ANTHROPIC_API_KEY set, or a [providers.anthropic] table")
-        return ProviderConfig(kind="anthropic", api_key=api_key)
+        return ProviderConfig(kind="anthropic", base_url=env.get("ANTHROPIC_BASE_URL") or None, api_key=api_key)
     if name == "ollama":
         host = env.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
         if "://" not in host:  # Ollama's own CLI accepts a bare host:port

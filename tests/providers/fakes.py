@@ -30,6 +30,7 @@ __all__ = [
     "openai_chunk",
     "openai_usage",
     "sse_data",
+    "text_reply",
 ]
 
 Ending = Literal["complete", "cut", "silent"]
@@ -200,3 +201,28 @@ def anthropic_event(kind: str, **fields: Any) -> bytes:
 def ndjson(payload: Any) -> bytes:
     """One NDJSON line."""
     return json.dumps(payload).encode() + b"\n"
+
+
+def text_reply(kind: str, text: str) -> Reply:
+    """A whole answer of ``text`` in the wire format of provider ``kind`` (openai, anthropic or ollama)."""
+    if kind == "openai":
+        return Reply(
+            [openai_chunk({"content": text}), openai_chunk({}, "stop"), openai_usage(5, 2), b"data: [DONE]\n\n"]
+        )
+    if kind == "anthropic":
+        block = {"type": "text", "text": ""}
+        return Reply(
+            [
+                anthropic_event("message_start", message={"id": "msg_1", "usage": {"input_tokens": 5}}),
+                anthropic_event("content_block_start", index=0, content_block=block),
+                anthropic_event("content_block_delta", index=0, delta={"type": "text_delta", "text": text}),
+                anthropic_event("content_block_stop", index=0),
+                anthropic_event("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 2}),
+                anthropic_event("message_stop"),
+            ]
+        )
+    lines = [
+        ndjson({"message": {"role": "assistant", "content": text}, "done": False}),
+        ndjson({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}),
+    ]
+    return Reply(lines, headers={"content-type": "application/x-ndjson"})
