@@ -66,6 +66,13 @@ def test_a_use_chat_data_url_image_reaches_each_upstream_in_its_form(serve: Serv
     assert fake.bodies[0]["messages"][-1] == IMAGE_IN_ITS_FORM[kind]
 
 
+def test_a_pre_1_0_binary_image_part_reaches_ollama_as_images(serve: Serve) -> None:
+    binary = {"type": "binary", "mimeType": "image/png", "data": PNG, "filename": "dot.png"}
+    with fake_in_thread(text_reply("ollama", "A red dot.")) as fake:
+        ag_ui(serve_on(serve, "ollama", fake.url), ag_ui_user(binary))
+    assert fake.bodies[0]["messages"][-1] == IMAGE_IN_ITS_FORM["ollama"]
+
+
 def test_a_pdf_reaches_openai_as_a_file_part_with_its_filename(serve: Serve) -> None:
     pdf = {"type": "file", "mediaType": "application/pdf", "url": PDF_URL, "filename": "terms.pdf"}
     with fake_in_thread(text_reply("openai", "Terms.")) as fake:
