@@ -6,6 +6,7 @@ the whole first turn; ``reset`` keeps, clears or replaces it. Through the server
 arrives rendered with a client-overridable value, and an agent's ``instructions`` follow the prompt.
 """
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from tests.providers.test_ui_clients import PROMPT, Serve, ag_ui, serve_on, use_
 KINDS = ["openai", "anthropic", "ollama"]
 MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5", "ollama": "ollama:qwen3:8b"}
 Seen = tuple[str | None, list[tuple[str, str]]]
+Upstream = tuple[str, FakeUpstream]
 
 
 def configure(monkeypatch: pytest.MonkeyPatch, kind: str, url: str) -> None:
@@ -50,16 +52,21 @@ def seen(kind: str, body: dict[str, Any]) -> Seen:
     return system, [(message["role"], message["content"]) for message in rest]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-async def test_a_swap_puts_the_new_prompt_in_place_and_keeps_the_first_turn(
-    monkeypatch: pytest.MonkeyPatch, kind: str
-) -> None:
+@pytest.fixture(params=KINDS)
+async def upstream(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Upstream]:
+    """A fake upstream answering "Hi.", with the built-in provider name of its kind pointed at it."""
+    kind: str = request.param
     async with FakeUpstream(text_reply(kind, "Hi.")) as fake:
         configure(monkeypatch, kind, fake.url)
-        async with app.client(MODELS[kind], system="You are terse.") as bot:
-            assert await bot.chat("one") == "Hi."
-            bot.system_message = "You are a pirate."
-            await bot.chat("two")
+        yield kind, fake
+
+
+async def test_a_swap_puts_the_new_prompt_in_place_and_keeps_the_first_turn(upstream: Upstream) -> None:
+    kind, fake = upstream
+    async with app.client(MODELS[kind], system="You are terse.") as bot:
+        assert await bot.chat("one") == "Hi."
+        bot.system_message = "You are a pirate."
+        await bot.chat("two")
     assert seen(kind, fake.bodies[0]) == ("You are terse.", [("user", "one")])
     assert seen(kind, fake.bodies[1]) == (
         "You are a pirate.",
@@ -67,20 +74,16 @@ async def test_a_swap_puts_the_new_prompt_in_place_and_keeps_the_first_turn(
     )
 
 
-@pytest.mark.parametrize("kind", KINDS)
-async def test_reset_keeps_clears_or_replaces_the_prompt_the_upstream_gets(
-    monkeypatch: pytest.MonkeyPatch, kind: str
-) -> None:
-    async with FakeUpstream(text_reply(kind, "Hi.")) as fake:
-        configure(monkeypatch, kind, fake.url)
-        async with app.client(MODELS[kind], system="You are terse.") as bot:
-            await bot.chat("one")
-            bot.reset()
-            await bot.chat("two")
-            bot.reset(system_message=None)
-            await bot.chat("three")
-            bot.reset(system_message="You are kind.")
-            await bot.chat("four")
+async def test_reset_keeps_clears_or_replaces_the_prompt_the_upstream_gets(upstream: Upstream) -> None:
+    kind, fake = upstream
+    async with app.client(MODELS[kind], system="You are terse.") as bot:
+        await bot.chat("one")
+        bot.reset()
+        await bot.chat("two")
+        bot.reset(system_message=None)
+        await bot.chat("three")
+        bot.reset(system_message="You are kind.")
+        await bot.chat("four")
     assert [seen(kind, body) for body in fake.bodies[1:]] == [
         ("You are terse.", [("user", "two")]),
         (None, [("user", "three")]),
