@@ -221,7 +221,7 @@ def text_reply(kind: str, text: str) -> Reply:
                 anthropic_event("message_stop"),
             ]
         )
-    lines = [
+    lines: list[bytes | float] = [
         ndjson({"message": {"role": "assistant", "content": text}, "done": False}),
         ndjson({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}),
     ]

@@ -115,7 +115,7 @@ def test_a_use_chat_body_field_fills_the_client_overridable_variable_and_nothing
 
 
 INSTRUCTIONS = "Answer in French."
-INSTRUCTED = {
+INSTRUCTED: dict[str, dict[str, Any]] = {
     "openai": {
         "messages": [
             {"role": "system", "content": PROMPT},

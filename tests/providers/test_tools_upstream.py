@@ -51,7 +51,7 @@ def calls_get_weather(kind: str) -> Reply:
             ]
         )
     call = {"function": {"name": "get_weather", "arguments": CITY}}
-    lines = [
+    lines: list[bytes | float] = [
         ndjson({"message": {"role": "assistant", "content": "", "tool_calls": [call]}, "done": False}),
         ndjson({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}),
     ]
@@ -136,7 +136,7 @@ FRONTEND_RESULT_IN_ITS_FORM: dict[str, list[dict[str, Any]]] = {
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "ollama"])
 def test_an_ag_ui_tool_message_reaches_each_upstream_as_its_tool_result(serve: Serve, kind: str) -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"id": "u1", "role": "user", "content": "What time is it?"},
         {
             "id": "a1",
