@@ -11,6 +11,7 @@ not sent back (these APIs do not take it); tool results are ``tool`` messages.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -43,7 +44,7 @@ from app.history import (
 from app.ids import new_id
 from app.providers.base import ModelRequest
 from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
-from app.providers.parts import unsupported_file
+from app.providers.parts import inline_base64, unsupported_file
 from app.providers.spans import DeltaSpans
 from app.run_input import ToolDefinition
 
@@ -222,14 +223,37 @@ def _user_content(message: UserMessage, provider: str) -> str | list[dict[str, A
     return content
 
 
+_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
 def _file(part: FilePart, provider: str) -> dict[str, Any]:
+    """Images by URL or inline, inline PDFs as files, inline WAV/MP3 as audio, inline text as text."""
     if part.media_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": part.url}}
-    if part.url.startswith("data:"):
+    data = inline_base64(part)
+    if data is None:
+        raise unsupported_file(provider, part)
+    if part.media_type == "application/pdf":
         file: dict[str, Any] = {"file_data": part.url}
         if part.filename:
             file["filename"] = part.filename
         return {"type": "file", "file": file}
+    audio_format = _AUDIO_FORMATS.get(part.media_type)
+    if audio_format is not None:
+        return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
+    if part.media_type.startswith("text/"):
+        try:
+            text = base64.b64decode(data).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            raise unsupported_file(provider, part) from None
+        name = part.filename or "attached file"
+        return {"type": "text", "text": f"{name}:\n{text}"}
     raise unsupported_file(provider, part)
 
 

@@ -1,7 +1,11 @@
 """The OpenAI Chat Completions provider against a fake upstream speaking its exact wire format."""
 
+import base64
 from typing import Any
 
+import pytest
+
+from app.errors import ProviderError
 from app.events import (
     ModelFinished,
     ReasoningDelta,
@@ -277,3 +281,38 @@ async def test_a_chunk_that_is_not_json_fails_the_run() -> None:
     async with FakeUpstream(answer(openai_chunk({"content": "a"}), b"data: {not json\n\n")) as fake:
         events = await run_events("openai", fake.url, HELLO)
     assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error")
+
+
+async def test_files_take_the_form_the_api_has_for_them() -> None:
+    note = "data:text/plain;base64," + base64.b64encode(b"remember the milk").decode()
+    ask = UserMessage(
+        (
+            TextPart("Here:"),
+            FilePart("image/jpeg", "https://example.com/cat.jpg"),
+            FilePart("audio/wav", "data:audio/wav;base64,UklGRg=="),
+            FilePart("text/plain", note, "notes.txt"),
+        )
+    )
+    async with FakeUpstream(answer(openai_chunk({}, "stop"), DONE)) as fake:
+        await stream_once("openai", fake.url, (ask,))
+    assert fake.bodies[0]["messages"][0]["content"] == [
+        {"type": "text", "text": "Here:"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        {"type": "text", "text": "notes.txt:\nremember the milk"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        FilePart("application/zip", "data:application/zip;base64,UEsD", "a.zip"),
+        FilePart("application/pdf", "https://example.com/a.pdf"),
+    ],
+)
+async def test_a_file_the_api_cannot_take_fails_clearly_before_any_request(part: FilePart) -> None:
+    async with FakeUpstream(answer(openai_chunk({}, "stop"), DONE)) as fake:
+        with pytest.raises(ProviderError) as caught:
+            await stream_once("openai", fake.url, (UserMessage((part,)),))
+    assert caught.value.public_message.startswith(f"This model cannot read {part.media_type} files")
+    assert fake.bodies == []
