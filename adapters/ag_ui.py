@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -182,9 +183,17 @@ def _user_part(part: wire.TextContent | wire.MediaPart | wire.BinaryPart) -> Use
     if isinstance(source, wire.DataSource):
         return FilePart(source.mime_type, f"data:{source.mime_type};base64,{source.value}")
     if isinstance(source, wire.UrlSource):
-        return FilePart(source.mime_type or _DEFAULT_MEDIA_TYPES[part.type], source.value)
+        return FilePart(source.mime_type or _guess_media_type(part.type, source.value), source.value)
     logger.info("skipped a %s part held as a provider file handle", part.type)
     return None
+
+
+def _guess_media_type(kind: str, url: str) -> str:
+    """A URL source with no ``mimeType``: the type its path's extension names, if it is of this kind."""
+    guessed, _ = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])
+    if guessed is not None and (kind == "document" or guessed.startswith(f"{kind}/")):
+        return guessed
+    return _DEFAULT_MEDIA_TYPES[kind]
 
 
 def _tool_text(parts: list[wire.TextContent | wire.MediaPart | wire.BinaryPart]) -> str:

@@ -250,3 +250,18 @@ def test_a_binary_part_without_bytes_is_a_422() -> None:
     error = refused(json.dumps(body).encode())
     assert error.status == 422
     assert "a binary part needs one of data, url or id" in error.message
+
+
+def test_a_url_source_without_a_mime_type_gets_the_one_its_extension_names() -> None:
+    content = [
+        {"type": "image", "source": {"type": "url", "value": "https://x.test/cat.png?size=2"}},
+        {"type": "document", "source": {"type": "url", "value": "https://x.test/report.pdf"}},
+        {"type": "image", "source": {"type": "url", "value": "https://x.test/not-an-image.pdf"}},
+    ]
+    (message,) = decode([{"id": "u1", "role": "user", "content": content}]).messages
+    assert isinstance(message, UserMessage)
+    assert [part.media_type for part in message.parts if isinstance(part, FilePart)] == [
+        "image/png",
+        "application/pdf",
+        "image/*",
+    ]
