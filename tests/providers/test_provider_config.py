@@ -72,6 +72,15 @@ def test_anthropic_needs_its_key() -> None:
     assert resolve_provider(Config(), "anthropic", {"ANTHROPIC_API_KEY": "a"}).kind == "anthropic"
 
 
+def test_anthropic_takes_its_base_url_from_the_environment() -> None:
+    default = resolve_provider(Config(), "anthropic", {"ANTHROPIC_API_KEY": "a"})
+    proxied = resolve_provider(
+        Config(), "anthropic", {"ANTHROPIC_API_KEY": "a", "ANTHROPIC_BASE_URL": "http://gw:8080"}
+    )
+    assert proxied.base_url == "http://gw:8080"
+    assert default.base_url != proxied.base_url
+
+
 def test_ollama_works_without_env_and_takes_a_bare_ollama_host() -> None:
     assert resolve_provider(Config(), "ollama", {}).base_url == "http://127.0.0.1:11434"
     assert resolve_provider(Config(), "ollama", {"OLLAMA_HOST": "ollama:11434"}).base_url == "http://ollama:11434"
