@@ -83,8 +83,9 @@ def create_app(
     ]
     for protocol in protocols:
         endpoint = _chat_endpoint(protocol)
-        routes.append(Route(f"/agents/{{agent}}/{protocol.route}", endpoint, methods=["POST"]))
-        routes.append(Route(protocol.default_path, endpoint, methods=["POST"]))
+        for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
+            routes.append(Route(path, endpoint, methods=["POST"]))
+            routes.append(Route(f"{path}/{{thread_id}}/stream", _no_stream_to_resume, methods=["GET"]))
 
     return Starlette(
         routes=routes,
@@ -105,6 +106,16 @@ def upstream_client() -> httpx.AsyncClient:
     """
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
     return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), limits=limits)
+
+
+async def _no_stream_to_resume(request: Request) -> Response:
+    """``GET .../{thread_id}/stream``: chatgate keeps no finished or running stream to replay.
+
+    useChat with ``resume: true`` asks here when a page loads; 204 tells it there is nothing to resume.
+    """
+    if "agent" in request.path_params:
+        _resolve_agent(request.app.state.agents, request.path_params["agent"])
+    return Response(status_code=204)
 
 
 async def _healthz(request: Request) -> Response:

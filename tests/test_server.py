@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from app.config import Config
-from tests.conftest import make_config
+from tests.conftest import make_config, run_node_client
 
 ROUTES = ["/api/chat", "/ag-ui", "/agents/bot/chat", "/agents/bot/ag-ui"]
 
@@ -106,3 +106,17 @@ def test_without_a_default_agent_the_short_routes_say_so(serve: Callable[[Config
     response = httpx.post(f"{url}/api/chat", json={})
     assert response.status_code == 404
     assert error_of(response)["code"] == "no_default_agent"
+
+
+@pytest.mark.parametrize("version", [5, 6, 7])
+def test_use_chat_resume_is_told_there_is_no_stream_to_resume(url: str, version: int) -> None:
+    for api in (f"{url}/api/chat", f"{url}/agents/bot/chat"):
+        result = run_node_client("vercel_ai_resume.mjs", {"url": api, "version": version, "chatId": "chat-1"})
+        assert result == {"resumed": False}
+
+
+def test_resume_for_an_unknown_agent_is_404(url: str) -> None:
+    assert httpx.get(f"{url}/agents/bot/chat/c1/stream").status_code == 204
+    response = httpx.get(f"{url}/agents/nobody/chat/c1/stream")
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "unknown_agent"
