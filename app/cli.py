@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import uvicorn
+
 from app.config import Config, default_config, load_config
 from app.errors import ConfigError
 
-__all__ = ["main"]
+__all__ = ["GracefulServer", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,9 +49,25 @@ def _check_config(path: str) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+class GracefulServer(uvicorn.Server):
+    """Tells running streams the server is stopping before uvicorn waits for them to finish.
 
+    uvicorn closes its sockets, waits up to ``timeout_graceful_shutdown`` for open requests, then
+    cancels them. Setting ``stopping`` first lets every stream still receiving tokens end with its
+    protocol's error event instead of being cut off at the deadline.
+    """
+
+    def __init__(self, config: uvicorn.Config, stopping: asyncio.Event) -> None:
+        super().__init__(config)
+        self._stopping = stopping
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Signal running streams, then shut down as uvicorn does."""
+        self._stopping.set()
+        await super().shutdown(sockets=sockets)
+
+
+def _serve(args: argparse.Namespace) -> int:
     from app.server import create_app
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -58,7 +78,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     app = create_app(config, config_path=Path(path) if path else None)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
+    settings = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        proxy_headers=True,
+        timeout_graceful_shutdown=config.server.shutdown_grace_seconds,
+    )
+    GracefulServer(settings, app.state.stopping).run()
     return 0
 
 

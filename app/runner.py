@@ -13,8 +13,10 @@ ever executed: a tool call in client-sent history is never run on the client's w
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from dataclasses import replace
 
 from app.agents import Agent
@@ -42,11 +44,12 @@ from app.prompts import PromptRenderError, RequestFacts
 from app.providers import ModelRequest
 from app.run_input import ApprovalResponse, RunInput, ToolDefinition
 
-__all__ = ["NOT_RUN", "build_model_request", "run_agent"]
+__all__ = ["NOT_RUN", "SHUTTING_DOWN", "build_model_request", "run_agent"]
 
 logger = logging.getLogger("chatgate.runner")
 
 NOT_RUN = "This tool call was not run: the server has no record of making it."
+SHUTTING_DOWN = "The server is restarting; please try again."
 
 
 def build_model_request(agent: Agent, run_input: RunInput, *, system_prompt: str | None = None) -> ModelRequest:
@@ -106,14 +109,22 @@ def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, .
     return tuple(offered.values())
 
 
-async def run_agent(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
+async def run_agent(
+    agent: Agent, run_input: RunInput, *, stopping: asyncio.Event | None = None
+) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
-    Failures are logged here with their detail and reach the client only as a short message.
+    Failures are logged here with their detail and reach the client only as a short message. Once
+    ``stopping`` is set (the server is shutting down) the run ends at its next model event with a
+    ``RunFailed`` the client can act on, instead of being cut off.
     """
     try:
-        async for event in _run(agent, run_input):
-            yield event
+        async with aclosing(_run(agent, run_input, stopping or asyncio.Event())) as events:
+            async for event in events:
+                yield event
+    except ServerStopping:
+        logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
+        yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
         yield RunFailed(exc.public_message, code="model_error")
@@ -128,7 +139,12 @@ class RunError(Exception):
     """A run cannot go on; the message is safe for the client and the detail is already logged."""
 
 
-async def _run(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
+class ServerStopping(Exception):
+    """The server is shutting down: the run ends now, in protocol."""
+
+
+async def _run(agent: Agent, run_input: RunInput, stopping: asyncio.Event) -> AsyncGenerator[RunEvent, None]:
+    is_stopping = stopping.is_set
     system_prompt = await _render_prompt(agent, run_input)
     request = build_model_request(agent, run_input, system_prompt=system_prompt)
     history = list(request.messages)
@@ -141,13 +157,23 @@ async def _run(agent: Agent, run_input: RunInput) -> AsyncIterator[RunEvent]:
         yield StepStarted(name)
         assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
         reason: FinishReason | None = None
-        async for event in agent.provider.stream(replace(request, messages=tuple(history))):
-            if type(event) is ModelFinished:
-                reason = event.reason
-                continue
-            if assembler is not None:
-                assembler.feed(event)
-            yield event
+        stream = agent.provider.stream(replace(request, messages=tuple(history)))
+        try:
+            async for event in stream:
+                if is_stopping():
+                    raise ServerStopping
+                if type(event) is ModelFinished:
+                    reason = event.reason
+                    continue
+                if assembler is not None:
+                    assembler.feed(event)
+                yield event
+        finally:
+            # Close the upstream now, not whenever the generator is collected: on a hang-up, a
+            # shutdown or a failure, nobody should go on paying for tokens.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
         if reason is None:
             raise ProviderError(
                 "the model stream ended without finishing", public_message="The model stream ended early."

@@ -87,7 +87,7 @@ def create_app(
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", _no_stream_to_resume, methods=["GET"]))
 
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={
@@ -96,6 +96,9 @@ def create_app(
             Exception: _unexpected_error_handler,
         },
     )
+    # Set when the server starts shutting down (see app/cli.py): running streams then end in protocol.
+    app.state.stopping = asyncio.Event()
+    return app
 
 
 def upstream_client() -> httpx.AsyncClient:
@@ -151,7 +154,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         body = await _read_body(request, settings.max_body_bytes)
         run_input = protocol.decode(body)
         check_files(run_input.messages, settings)
-        events = run_agent(agent, run_input)
+        events = run_agent(agent, run_input, stopping=request.app.state.stopping)
         frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)
         return EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds)  # type: ignore[return-value]

@@ -79,3 +79,48 @@ async def test_an_unexpected_exception_becomes_a_generic_failure() -> None:
 async def test_a_stream_that_stops_without_finishing_is_a_failure() -> None:
     events = await collect(agent_with(RecordingProvider([TextDelta("m1", "x")])), RUN)
     assert events[-1] == RunFailed("The model stream ended early.", code="model_error")
+
+
+class EndlessModel:
+    """Streams text forever; records whether its stream was closed."""
+
+    name = "endless"
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[RunEvent]:
+        try:
+            while True:
+                yield TextDelta("m1", "la ")
+        finally:
+            self.closed = True
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_run_ends_in_protocol_when_the_server_starts_stopping() -> None:
+    import asyncio
+
+    from app.runner import SHUTTING_DOWN
+
+    model = EndlessModel()
+    stopping = asyncio.Event()
+    events: list[RunEvent] = []
+    async for event in run_agent(Agent("bot", AgentConfig(model="x:y"), model), RUN, stopping=stopping):  # type: ignore[arg-type]
+        events.append(event)
+        if len(events) == 3:
+            stopping.set()
+    assert events[-1] == RunFailed(SHUTTING_DOWN, code="server_shutdown")
+    assert model.closed
+
+
+async def test_closing_the_run_closes_the_model_stream_at_once() -> None:
+    model = EndlessModel()
+    run = run_agent(Agent("bot", AgentConfig(model="x:y"), model), RUN)  # type: ignore[arg-type]
+    async for event in run:
+        if isinstance(event, TextDelta):
+            break
+    await run.aclose()  # type: ignore[attr-defined]
+    assert model.closed
