@@ -1,28 +1,27 @@
-"""The config file: agents, providers and server limits.
+"""The config file's structure: agents, providers, server limits, and the defaults of each.
 
-TOML (or the same structure as JSON). String values may reference ``${env:NAME}`` and
-``${file:relative/path}`` (relative to the config file); ``$${`` writes a literal ``${``. Unknown keys,
-bad values and missing env vars or files are errors that name the key path.
+Validation of one value lives here, on its model; rules that span keys live in ``checks.py``, and
+reading a file in ``loading.py``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from app.errors import ConfigError
 from app.policy import SystemPromptPolicy
 
 __all__ = [
+    "BUILTIN_MODELS",
     "BUILTIN_PROVIDER_NAMES",
     "DEFAULT_AGENT_NAME",
+    "OLLAMA_DEFAULT_HOST",
+    "OPENAI_DEFAULT_BASE_URL",
     "AgentConfig",
     "ClientToolConfig",
     "CodeConfig",
@@ -36,8 +35,6 @@ __all__ = [
     "VariableConfig",
     "VercelAIVersion",
     "default_config",
-    "load_config",
-    "parse_config",
     "resolve_provider",
 ]
 
@@ -45,9 +42,7 @@ DEFAULT_AGENT_NAME = "assistant"
 VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
 ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
 
-_REFERENCE = re.compile(r"\$\$\{|\$\{(env|file):([^}]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
-_TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 
 class _Strict(BaseModel):
@@ -258,202 +253,3 @@ def default_config() -> Config:
             )
         }
     )
-
-
-def load_config(path: str | os.PathLike[str]) -> Config:
-    """Read, interpolate and validate the config file at ``path``."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"{file}: cannot read: {exc.strerror or exc}"]) from exc
-    try:
-        data: Any = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError([f"{file}: not valid {'JSON' if file.suffix == '.json' else 'TOML'}: {exc}"]) from exc
-    if not isinstance(data, dict):
-        raise ConfigError([f"{file}: the top level must be a table"])
-    return parse_config(data, base_dir=file.parent)
-
-
-def parse_config(data: Mapping[str, Any], *, base_dir: Path, environ: Mapping[str, str] | None = None) -> Config:
-    """Interpolate ``${env:...}``/``${file:...}`` references in ``data`` and validate it."""
-    problems: list[str] = []
-    resolved = _interpolate(data, (), base_dir, os.environ if environ is None else environ, problems)
-    try:
-        config = Config.model_validate(resolved)
-    except ValidationError as exc:
-        raise ConfigError(problems + _describe_all(exc.errors(), resolved)) from None
-    config._base_dir = base_dir
-    problems += _cross_checks(config, os.environ if environ is None else environ)
-    if problems:
-        raise ConfigError(problems)
-    return config
-
-
-def _cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
-    """Rules that span keys, each reported with the key path to fix."""
-    problems = []
-    defaults = [name for name, agent in config.agents.items() if agent.default]
-    for name in defaults[1:]:
-        problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
-    for name, agent in config.agents.items():
-        problems += _tool_problems(name, agent)
-        problems += _prompt_problems(name, agent, config.base_dir)
-        if agent.provider_name == "builtin":
-            if agent.model_name not in BUILTIN_MODELS:
-                problems.append(
-                    f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"
-                )
-            continue
-        try:
-            provider = resolve_provider(config, agent.provider_name, environ)
-        except ValueError as exc:
-            problems.append(f"agents.{name}.model: {exc}")
-            continue
-        problems += _model_settings_problems(name, agent, provider.kind)
-    return problems
-
-
-def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind) -> list[str]:
-    from app.providers.settings import setting_problems  # the providers own their settings
-
-    return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
-
-
-def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
-    from app.prompts import PLACEHOLDER
-
-    prompt = agent.system_prompt
-    if not isinstance(prompt, SystemPromptConfig):
-        return []
-    where = f"agents.{agent_name}.system_prompt"
-    problems = [
-        f"{where}.template: placeholder {{{{{name}}}}} has no variable"
-        for name in dict.fromkeys(PLACEHOLDER.findall(prompt.template))
-        if name not in prompt.variables
-    ]
-    paths: list[tuple[str, str]] = [(f"{where}.runtime_code", prompt.runtime_code)] if prompt.runtime_code else []
-    for name, variable in prompt.variables.items():
-        if isinstance(variable, str):
-            continue
-        key = f"{where}.variables.{name}"
-        paths += [(f"{key}.files.{i}", file) for i, file in enumerate(variable.files or [])]
-        paths += [
-            (f"{key}.{field}", value) for field in ("code", "runtime_code") if (value := getattr(variable, field))
-        ]
-        if variable.condition is not None and variable.condition.code:
-            paths.append((f"{key}.condition.code", variable.condition.code))
-    problems += [f"{key}: no such file {path!r}" for key, path in paths if not (base_dir / path).is_file()]
-    return problems
-
-
-def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
-    from app.tools import import_function  # imports operator code: only when a config declares tools
-
-    problems = []
-    for kind, names in (("tools", agent.tools), ("client_tools", agent.client_tools)):
-        problems += [
-            f"agents.{agent_name}.{kind}.{tool}: tool names are 1-64 letters, digits, '_' or '-'"
-            for tool in names
-            if not re.match(_TOOL_NAME, tool)
-        ]
-    problems += [
-        f"agents.{agent_name}.client_tools.{tool}: also declared under tools; a name can be one or the other"
-        for tool in agent.client_tools
-        if tool in agent.tools
-    ]
-    for tool, settings in agent.tools.items():
-        try:
-            import_function(settings.function)
-        except ValueError as exc:
-            problems.append(f"agents.{agent_name}.tools.{tool}.function: {exc}")
-    return problems
-
-
-def _interpolate(
-    value: Any, path: tuple[str | int, ...], base_dir: Path, environ: Mapping[str, str], problems: list[str]
-) -> Any:
-    if isinstance(value, str):
-        return _interpolate_string(value, path, base_dir, environ, problems)
-    if isinstance(value, dict):
-        return {key: _interpolate(item, (*path, key), base_dir, environ, problems) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_interpolate(item, (*path, index), base_dir, environ, problems) for index, item in enumerate(value)]
-    return value
-
-
-def _interpolate_string(
-    text: str, path: tuple[str | int, ...], base_dir: Path, environ: Mapping[str, str], problems: list[str]
-) -> str:
-    def replace(match: re.Match[str]) -> str:
-        kind, name = match.group(1), match.group(2)
-        if kind is None:
-            return "${"
-        if kind == "env":
-            if name not in environ:
-                problems.append(f"{_dotted(path)}: environment variable {name} is not set")
-                return ""
-            return environ[name]
-        try:
-            return (base_dir / name).read_text(encoding="utf-8")
-        except OSError as exc:
-            problems.append(f"{_dotted(path)}: cannot read file {name!r}: {exc.strerror or exc}")
-            return ""
-
-    return _REFERENCE.sub(replace, text)
-
-
-def _dotted(path: tuple[str | int, ...]) -> str:
-    return ".".join(str(part) for part in path) or "(top level)"
-
-
-def _describe_all(errors: list[Any], data: Any) -> list[str]:
-    """One line per problem, with union branch names removed from the key path.
-
-    A value that may be a string or a table fails both ways; the string branch's "should be a valid
-    string" is dropped whenever the same key (or a key inside it) has a more specific complaint.
-    """
-    located = [(_input_path(error["loc"], data), error) for error in errors]
-    specific = [path for path, error in located if error["type"] != "string_type"]
-    strings = {path for path, error in located if error["type"] == "string_type"}
-    lines = []
-    for path, error in located:
-        if error["type"] == "string_type" and any(other[: len(path)] == path for other in specific):
-            continue
-        if error["type"] in ("model_type", "dict_type") and path in strings:
-            line = f"{_dotted(path)}: must be a string or a table"
-        else:
-            line = _describe(path, error)
-        if line not in lines:
-            lines.append(line)
-    return lines
-
-
-def _input_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
-    """The parts of a pydantic error location that are real keys or indexes of the input."""
-    path: list[str | int] = []
-    node = data
-    for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-        elif not (isinstance(node, dict) and isinstance(part, str) and not _looks_like_union_tag(part)):
-            continue
-        path.append(part)
-    return tuple(path)
-
-
-def _looks_like_union_tag(part: str) -> bool:
-    return part in {"str", "int", "float", "bool"} or part[:1].isupper() or "[" in part
-
-
-def _describe(path: tuple[str | int, ...], error: Mapping[str, Any]) -> str:
-    location = _dotted(path)
-    if error["type"] == "extra_forbidden":
-        return f"{location}: unknown key"
-    if error["type"] == "missing":
-        return f"{location}: required key is missing"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return f"{location}: {message}"

@@ -1,0 +1,51 @@
+"""The config file: agents, providers and server limits.
+
+TOML (or the same structure as JSON). String values may reference ``${env:NAME}`` and
+``${file:relative/path}`` (relative to the config file); ``$${`` writes a literal ``${``. Unknown keys,
+bad values and missing env vars or files are errors that name the key path.
+"""
+
+from app.config.loading import load_config, parse_config
+from app.config.schema import (
+    BUILTIN_PROVIDER_NAMES,
+    DEFAULT_AGENT_NAME,
+    OLLAMA_DEFAULT_HOST,
+    OPENAI_DEFAULT_BASE_URL,
+    AgentConfig,
+    ClientToolConfig,
+    CodeConfig,
+    Config,
+    ProviderConfig,
+    ProviderKind,
+    ProviderTimeouts,
+    ServerSettings,
+    ServerToolConfig,
+    SystemPromptConfig,
+    VariableConfig,
+    VercelAIVersion,
+    default_config,
+    resolve_provider,
+)
+
+__all__ = [
+    "BUILTIN_PROVIDER_NAMES",
+    "DEFAULT_AGENT_NAME",
+    "OLLAMA_DEFAULT_HOST",
+    "OPENAI_DEFAULT_BASE_URL",
+    "AgentConfig",
+    "ClientToolConfig",
+    "CodeConfig",
+    "Config",
+    "ProviderConfig",
+    "ProviderKind",
+    "ProviderTimeouts",
+    "ServerSettings",
+    "ServerToolConfig",
+    "SystemPromptConfig",
+    "VariableConfig",
+    "VercelAIVersion",
+    "default_config",
+    "load_config",
+    "parse_config",
+    "resolve_provider",
+]

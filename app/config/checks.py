@@ -1,0 +1,104 @@
+"""Config rules that span keys, each problem naming the key path to fix.
+
+One default agent; known providers and built-in models; provider settings of the right kind; tools
+that import; template placeholders that have variables and files that exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from app.config.schema import (
+    BUILTIN_MODELS,
+    AgentConfig,
+    Config,
+    ProviderKind,
+    SystemPromptConfig,
+    resolve_provider,
+)
+
+__all__ = ["cross_checks"]
+
+_TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
+    """Rules that span keys, each reported with the key path to fix."""
+    problems = []
+    defaults = [name for name, agent in config.agents.items() if agent.default]
+    for name in defaults[1:]:
+        problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
+    for name, agent in config.agents.items():
+        problems += _tool_problems(name, agent)
+        problems += _prompt_problems(name, agent, config.base_dir)
+        if agent.provider_name == "builtin":
+            if agent.model_name not in BUILTIN_MODELS:
+                problems.append(
+                    f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"
+                )
+            continue
+        try:
+            provider = resolve_provider(config, agent.provider_name, environ)
+        except ValueError as exc:
+            problems.append(f"agents.{name}.model: {exc}")
+            continue
+        problems += _model_settings_problems(name, agent, provider.kind)
+    return problems
+
+
+def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind) -> list[str]:
+    from app.providers.settings import setting_problems  # the providers own their settings
+
+    return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
+
+
+def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
+    from app.prompts import PLACEHOLDER
+
+    prompt = agent.system_prompt
+    if not isinstance(prompt, SystemPromptConfig):
+        return []
+    where = f"agents.{agent_name}.system_prompt"
+    problems = [
+        f"{where}.template: placeholder {{{{{name}}}}} has no variable"
+        for name in dict.fromkeys(PLACEHOLDER.findall(prompt.template))
+        if name not in prompt.variables
+    ]
+    paths: list[tuple[str, str]] = [(f"{where}.runtime_code", prompt.runtime_code)] if prompt.runtime_code else []
+    for name, variable in prompt.variables.items():
+        if isinstance(variable, str):
+            continue
+        key = f"{where}.variables.{name}"
+        paths += [(f"{key}.files.{i}", file) for i, file in enumerate(variable.files or [])]
+        paths += [
+            (f"{key}.{field}", value) for field in ("code", "runtime_code") if (value := getattr(variable, field))
+        ]
+        if variable.condition is not None and variable.condition.code:
+            paths.append((f"{key}.condition.code", variable.condition.code))
+    problems += [f"{key}: no such file {path!r}" for key, path in paths if not (base_dir / path).is_file()]
+    return problems
+
+
+def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
+    from app.tools import import_function  # imports operator code: only when a config declares tools
+
+    problems = []
+    for kind, names in (("tools", agent.tools), ("client_tools", agent.client_tools)):
+        problems += [
+            f"agents.{agent_name}.{kind}.{tool}: tool names are 1-64 letters, digits, '_' or '-'"
+            for tool in names
+            if not re.match(_TOOL_NAME, tool)
+        ]
+    problems += [
+        f"agents.{agent_name}.client_tools.{tool}: also declared under tools; a name can be one or the other"
+        for tool in agent.client_tools
+        if tool in agent.tools
+    ]
+    for tool, settings in agent.tools.items():
+        try:
+            import_function(settings.function)
+        except ValueError as exc:
+            problems.append(f"agents.{agent_name}.tools.{tool}.function: {exc}")
+    return problems
