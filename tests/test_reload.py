@@ -14,7 +14,7 @@ import pytest
 from app.config import Config, load_config
 from app.reload import ConfigWatcher
 from app.server import create_app
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, run_node_client
 
 AGENT = '[agents.bot]\nmodel = "builtin:echo"\ndescription = "{}"\n'
 
@@ -90,3 +90,29 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/healthz").status_code == 200
     except httpx.ConnectError:
         return False
+
+
+def test_a_reloaded_prompt_answers_the_next_turn_of_a_conversation_with_its_history(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    prompt = '[agents.bot]\nmodel = "builtin:echo"\nsystem_prompt = "{}"\n'
+    path.write_text(prompt.format("You are terse."))
+    server = LiveServer(create_app(load_config(path), config_path=path))
+    server.start()
+    history = [
+        {"id": "u1", "role": "user", "content": "first"},
+        {"id": "a1", "role": "assistant", "content": "ok"},
+        {"id": "u2", "role": "user", "content": "second"},
+    ]
+
+    def reply() -> str:
+        result = run_node_client("ag_ui_run.mjs", {"url": f"{server.url}/ag-ui", "input": {"messages": history}})
+        content: str = result["messages"][-1]["content"]
+        return content
+
+    try:
+        assert reply() == "System prompt: You are terse.\nLast user message: second"
+        path.write_text(prompt.format("You are a pirate, and verbose."))
+        assert wait_for(lambda: reply().startswith("System prompt: You are a pirate, and verbose.\n"), 15)
+        assert reply().endswith("Last user message: second")
+    finally:
+        server.stop()
