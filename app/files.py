@@ -16,20 +16,28 @@ from app.config import ServerSettings
 from app.errors import RequestError
 from app.history import FilePart, Message, UserMessage
 
-__all__ = ["check_files", "data_url_bytes"]
+__all__ = ["check_files", "data_url_bytes", "inline_base64"]
+
+
+def inline_base64(url: str) -> str | None:
+    """The base64 payload of a ``data:`` URL (a plain-text payload encoded), or None for any other URL."""
+    header, comma, payload = url.partition(",")
+    if not comma or not header.startswith("data:"):
+        return None
+    if header.endswith(";base64"):
+        return payload
+    return base64.b64encode(payload.encode()).decode()
 
 
 def data_url_bytes(url: str) -> bytes:
-    """The bytes of a ``data:`` URL (base64 or percent-free plain text); ``ValueError`` when malformed."""
-    header, comma, payload = url.partition(",")
-    if not comma or not header.startswith("data:"):
+    """The bytes of a ``data:`` URL (base64 or plain text); ``ValueError`` when it is not one or is malformed."""
+    payload = inline_base64(url)
+    if payload is None:
         raise ValueError("not a data: URL")
-    if header.endswith(";base64"):
-        try:
-            return base64.b64decode(payload, validate=True)
-        except binascii.Error as exc:
-            raise ValueError(f"invalid base64: {exc}") from None
-    return payload.encode()
+    try:
+        return base64.b64decode(payload, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"invalid base64: {exc}") from None
 
 
 def check_files(messages: Iterable[Message], settings: ServerSettings) -> None:

@@ -47,3 +47,11 @@ def test_a_malformed_data_url_is_422() -> None:
 def test_data_url_bytes_reads_base64_and_plain_payloads() -> None:
     assert data_url_bytes("data:text/plain;base64,aGk=") == b"hi"
     assert data_url_bytes("data:text/plain,hi") == b"hi"
+
+
+def test_inline_base64_is_the_payload_of_a_data_url_only() -> None:
+    from app.files import inline_base64
+
+    assert inline_base64("data:image/png;base64,iVBO") == "iVBO"
+    assert inline_base64("data:text/plain,hi") == "aGk="
+    assert inline_base64("https://example.com/a.png") is None

@@ -41,6 +41,7 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
+from app.files import inline_base64
 from app.history import (
     AssistantMessage,
     FilePart,
@@ -55,7 +56,7 @@ from app.history import (
 from app.ids import new_id
 from app.providers.base import ModelRequest
 from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
-from app.providers.parts import arguments_object, inline_base64, unsupported_file
+from app.providers.parts import arguments_object, unsupported_file
 
 __all__ = ["AnthropicProvider", "encode_messages"]
 
@@ -281,7 +282,7 @@ def _empty(part: TextPart | FilePart) -> bool:
 def _user_block(part: TextPart | FilePart, provider: str) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
-    data = inline_base64(part)
+    data = inline_base64(part.url)
     if part.media_type.startswith("image/"):
         kind = "image"
     elif part.media_type == "application/pdf":

@@ -30,6 +30,7 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
+from app.files import inline_base64
 from app.history import (
     AssistantMessage,
     Message,
@@ -42,7 +43,7 @@ from app.history import (
 from app.ids import new_id
 from app.providers.base import ModelRequest
 from app.providers.http import HTTPProvider, Upstream, malformed, ndjson_objects
-from app.providers.parts import arguments_object, inline_base64, unsupported_file
+from app.providers.parts import arguments_object, unsupported_file
 from app.providers.spans import DeltaSpans
 
 __all__ = ["OllamaProvider", "encode_messages"]
@@ -173,7 +174,7 @@ def _user(message: UserMessage, provider: str) -> dict[str, Any]:
     for part in message.parts:
         if isinstance(part, TextPart):
             continue
-        data = inline_base64(part)
+        data = inline_base64(part.url)
         if data is None or not part.media_type.startswith("image/"):
             raise unsupported_file(provider, part)
         images.append(data)

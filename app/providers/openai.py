@@ -11,7 +11,6 @@ not sent back (these APIs do not take it); tool results are ``tool`` messages.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -31,6 +30,7 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
+from app.files import data_url_bytes, inline_base64
 from app.history import (
     AssistantMessage,
     FilePart,
@@ -44,7 +44,7 @@ from app.history import (
 from app.ids import new_id
 from app.providers.base import ModelRequest
 from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
-from app.providers.parts import inline_base64, unsupported_file
+from app.providers.parts import unsupported_file
 from app.providers.spans import DeltaSpans
 from app.run_input import ToolDefinition
 
@@ -236,7 +236,7 @@ def _file(part: FilePart, provider: str) -> dict[str, Any]:
     """Images by URL or inline, inline PDFs as files, inline WAV/MP3 as audio, inline text as text."""
     if part.media_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": part.url}}
-    data = inline_base64(part)
+    data = inline_base64(part.url)
     if data is None:
         raise unsupported_file(provider, part)
     if part.media_type == "application/pdf":
@@ -249,8 +249,8 @@ def _file(part: FilePart, provider: str) -> dict[str, Any]:
         return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
     if part.media_type.startswith("text/"):
         try:
-            text = base64.b64decode(data).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
+            text = data_url_bytes(part.url).decode("utf-8")
+        except ValueError:  # UnicodeDecodeError is one
             raise unsupported_file(provider, part) from None
         name = part.filename or "attached file"
         return {"type": "text", "text": f"{name}:\n{text}"}

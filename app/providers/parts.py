@@ -1,8 +1,7 @@
-"""What the providers' history encoders share: inline file bytes and tool-call arguments as objects."""
+"""What the providers' history encoders share: tool-call arguments as objects, refusing a file."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from pydantic_core import from_json
@@ -10,17 +9,7 @@ from pydantic_core import from_json
 from app.errors import ProviderError
 from app.history import FilePart
 
-__all__ = ["arguments_object", "inline_base64", "unsupported_file"]
-
-
-def inline_base64(part: FilePart) -> str | None:
-    """The base64 payload of a ``data:`` URL file, or None for a remote URL."""
-    header, comma, payload = part.url.partition(",")
-    if not comma or not header.startswith("data:"):
-        return None
-    if header.endswith(";base64"):
-        return payload
-    return base64.b64encode(payload.encode()).decode()
+__all__ = ["arguments_object", "unsupported_file"]
 
 
 def arguments_object(arguments: str) -> dict[str, Any]:
