@@ -4,7 +4,7 @@ import pytest
 
 from app.config import ServerSettings
 from app.errors import RequestError
-from app.files import check_files, data_url_bytes
+from app.files import check_files, data_url_bytes, inline_base64
 from app.history import FilePart, TextPart, UserMessage
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
@@ -50,8 +50,6 @@ def test_data_url_bytes_reads_base64_and_plain_payloads() -> None:
 
 
 def test_inline_base64_is_the_payload_of_a_data_url_only() -> None:
-    from app.files import inline_base64
-
     assert inline_base64("data:image/png;base64,iVBO") == "iVBO"
     assert inline_base64("data:text/plain,hi") == "aGk="
     assert inline_base64("https://example.com/a.png") is None
