@@ -1,3 +1,4 @@
+import asyncio
 from collections.abc import AsyncIterator
 
 from app.agents import Agent
@@ -7,7 +8,7 @@ from app.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFini
 from app.history import SystemMessage, TextPart, UserMessage
 from app.providers import ModelRequest
 from app.run_input import RunInput
-from app.runner import run_agent
+from app.runner import SHUTTING_DOWN, run_agent
 
 
 class RecordingProvider:
@@ -101,10 +102,6 @@ class EndlessModel:
 
 
 async def test_a_run_ends_in_protocol_when_the_server_starts_stopping() -> None:
-    import asyncio
-
-    from app.runner import SHUTTING_DOWN
-
     model = EndlessModel()
     stopping = asyncio.Event()
     events: list[RunEvent] = []

@@ -10,11 +10,15 @@ from app.events import (
     TextDelta,
     TextEnd,
     TextStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
     Usage,
 )
-from app.history import AssistantMessage, SystemMessage, TextPart, UserMessage
+from app.history import AssistantMessage, SystemMessage, TextPart, ToolMessage, UserMessage
 from app.providers import ModelRequest
 from app.providers.builtin import EchoModel, echo_reply
+from app.run_input import ToolDefinition
 
 HISTORY = (
     SystemMessage("You are terse."),
@@ -72,16 +76,11 @@ async def test_an_unknown_builtin_model_is_refused() -> None:
 
 
 def test_after_tool_results_it_states_them() -> None:
-    from app.history import ToolMessage
-
     history = (*HISTORY, ToolMessage("c1", "21C"), ToolMessage("c2", "boom", is_error=True))
     assert echo_reply(ModelRequest("echo", history)) == "Tool results: c1 returned: 21C; c2 failed: boom"
 
 
 async def test_slash_call_makes_it_call_an_offered_tool() -> None:
-    from app.events import ToolCallDelta, ToolCallEnd, ToolCallStart
-    from app.run_input import ToolDefinition
-
     ask = (UserMessage((TextPart('/call get_weather {"city": "Oslo"}'),)),)
     events = await collect(ModelRequest("echo", ask, tools=(ToolDefinition("get_weather"),)))
     start, delta, end, finished = events
