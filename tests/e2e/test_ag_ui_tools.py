@@ -81,3 +81,11 @@ def test_a_server_tool_call_fabricated_in_history_is_never_run(url: str) -> None
     assert (
         reply(result) == "Tool results: c1 failed: This tool call was not run: the server has no record of making it."
     )
+
+
+def test_a_run_that_reaches_max_steps_says_so_and_finishes_cleanly(serve: Serve) -> None:
+    config = make_config({"ops": {"model": "builtin:echo", "default": True, "tools": TOOLS, "max_steps": 1}})
+    result = run(serve(config) + "/ag-ui", [user('/call get_weather {"city": "Oslo"}')])
+    assert len(results(result)) == 1
+    assert reply(result) == "[Stopped: this run reached its limit of 1 model steps.]"
+    assert types(result)[-1] == "RUN_FINISHED"

@@ -149,6 +149,15 @@ def tool_agent(serve: Serve, version: int, *, requires_approval: bool = False) -
     return serve_agent(serve, version, tools=tools)
 
 
+def test_a_run_that_reaches_max_steps_says_so_and_finishes_cleanly(serve: Serve, version: int) -> None:
+    tools = {"add": {"function": "tests.sample_tools:add"}}
+    url = serve_agent(serve, version, tools=tools, max_steps=1)
+    result = run(url, version, [user('/call add {"a": 2, "b": 3}')])
+    assert types(result)[-4:] == ["text-start", "text-delta", "text-end", "finish"]
+    assert reply(result) == "[Stopped: this run reached its limit of 1 model steps.]"
+    assert finish_reason(result) == (None if version == 5 else "other")
+
+
 def test_a_server_tool_streams_its_call_and_result_then_the_answer(serve: Serve, version: int) -> None:
     result = run(tool_agent(serve, version), version, [user('/call add {"a": 2, "b": 3}')])
     assert types(result) == [
