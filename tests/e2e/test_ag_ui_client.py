@@ -178,3 +178,15 @@ def test_a_tool_needing_approval_interrupts_the_run_and_resume_runs_it(serve: Se
     (result,) = [event for event in second["events"] if event["type"] == "TOOL_CALL_RESULT"]
     assert (result["toolCallId"], result["content"]) == (call["id"], '{"city":"Oslo","temperature":21,"unit":"c"}')
     assert reply(second).startswith(f"Tool results: {call['id']} returned: ")
+
+
+def test_a_template_that_fails_to_render_ends_the_run_with_run_error(serve: Serve) -> None:
+    prompt = {"template": "{{BROKEN}}", "variables": {"BROKEN": {"inline_code": "{}['secret_key']"}}}
+    config = make_config({"helper": {"model": "builtin:echo", "system_prompt": prompt, "default": True}})
+    result = run(serve(config) + "/ag-ui", [user("hi")])
+    assert result["events"][-1] == {
+        "type": "RUN_ERROR",
+        "message": "The system prompt could not be prepared.",
+        "code": "run_error",
+    }
+    assert "secret_key" not in str(result)
