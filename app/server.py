@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from app.agents import Agent, AgentRegistry
 from app.config import Config, default_config
@@ -28,7 +29,7 @@ from app.files import check_files
 from app.protocol import UIProtocol, discover_protocols
 from app.reload import ConfigWatcher
 from app.runner import run_agent
-from app.sse import EventStreamResponse
+from app.sse import RAW_SEND_KEY, EventStreamResponse
 
 __all__ = ["create_app", "error_response", "upstream_client"]
 
@@ -41,6 +42,14 @@ def error_response(error: RequestError) -> JSONResponse:
     if error.details:
         body["details"] = error.details
     return JSONResponse({"error": body}, status_code=error.status)
+
+
+class ChatgateApp(Starlette):
+    """Starlette, plus the server's own ``send`` left in the scope for ``EventStreamResponse``'s body."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[RAW_SEND_KEY] = send
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -87,7 +96,7 @@ def create_app(
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", _no_stream_to_resume, methods=["GET"]))
 
-    app = Starlette(
+    app = ChatgateApp(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={

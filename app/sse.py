@@ -21,11 +21,13 @@ from contextlib import aclosing
 import anyio
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["KEEPALIVE_FRAME", "EventStreamResponse"]
+__all__ = ["KEEPALIVE_FRAME", "RAW_SEND_KEY", "EventStreamResponse"]
 
 logger = logging.getLogger("chatgate.sse")
 
 KEEPALIVE_FRAME = b": ping\n\n"
+RAW_SEND_KEY = "chatgate.raw_send"
+"""Where ``ChatgateApp`` leaves the server's unwrapped ``send`` in the ASGI scope."""
 
 
 class EventStreamResponse:
@@ -46,6 +48,9 @@ class EventStreamResponse:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Stream the frames until they end or the client disconnects."""
         await send({"type": "http.response.start", "status": 200, "headers": self._headers})
+        # Starlette wraps ``send`` three times to learn whether a response has started; that is known
+        # now, so the body goes straight to the server's own ``send`` when the app left it in scope.
+        send = scope.get(RAW_SEND_KEY, send)
         async with anyio.create_task_group() as group:
             group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
             group.start_soon(self._send_keepalives, send)
