@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from starlette.types import ASGIApp
@@ -65,6 +67,44 @@ def serve() -> Iterator[Callable[[Config], str]]:
     yield start
     for server in servers:
         server.stop()
+
+
+ChatgateProcess = Callable[..., tuple[str, "subprocess.Popen[bytes]"]]
+
+
+@pytest.fixture
+def chatgate_process(tmp_path: Path) -> Iterator[ChatgateProcess]:
+    """Start the installed ``chatgate serve`` command with extra arguments; returns ``(url, process)``.
+
+    It returns once ``/healthz`` answers, and fails the test with the server's stderr if it never does.
+    Every process started is killed after the test.
+    """
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(*arguments: str) -> tuple[str, subprocess.Popen[bytes]]:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        command = [str(Path(sys.executable).with_name("chatgate")), "serve", "--port", str(port), *arguments]
+        log = tmp_path / f"chatgate-{port}.log"
+        with log.open("wb") as output:  # the child keeps its own copy of the descriptor
+            process = subprocess.Popen(command, stdout=output, stderr=output)
+        processes.append(process)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"{url}/healthz")
+                return url, process
+            except httpx.ConnectError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail(f"chatgate serve did not start:\n{log.read_text()}")
+                time.sleep(0.1)
+
+    yield start
+    for process in processes:
+        process.kill()
+        process.wait(timeout=10)
 
 
 def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -> Any:

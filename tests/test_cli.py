@@ -2,9 +2,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.cli import main
+from tests.conftest import ChatgateProcess
 
 
 def test_check_config_accepts_a_valid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,34 +54,8 @@ def test_serve_reads_the_config_path_from_the_environment(tmp_path: Path) -> Non
     assert "nonsense: unknown key" in completed.stderr
 
 
-def test_the_installed_command_serves_the_builtin_agent_with_no_config() -> None:
-    import socket
-    import time
-
-    import httpx
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = Path(sys.executable).with_name("chatgate")
-    process = subprocess.Popen([str(command), "serve", "--port", str(port)], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz")
-                break
-            except httpx.ConnectError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    process.kill()
-                    assert process.stderr is not None
-                    pytest.fail(f"chatgate serve did not start:\n{process.stderr.read().decode()}")
-                time.sleep(0.1)
-        assert health.json() == {"status": "ok"}
-        agents = httpx.get(f"http://127.0.0.1:{port}/agents").json()["agents"]
-        assert [(a["name"], a["model"], a["default"]) for a in agents] == [("assistant", "builtin:echo", True)]
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        assert process.stderr is not None
-        process.stderr.close()
+def test_the_installed_command_serves_the_builtin_agent_with_no_config(chatgate_process: ChatgateProcess) -> None:
+    url, _ = chatgate_process()
+    assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+    agents = httpx.get(f"{url}/agents").json()["agents"]
+    assert [(a["name"], a["model"], a["default"]) for a in agents] == [("assistant", "builtin:echo", True)]

@@ -1,9 +1,6 @@
 import logging
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +11,7 @@ import pytest
 from app.config import Config, load_config
 from app.reload import ConfigWatcher
 from app.server import create_app
-from tests.conftest import LiveServer, run_node_client
+from tests.conftest import ChatgateProcess, LiveServer, run_node_client
 
 AGENT = '[agents.bot]\nmodel = "builtin:echo"\ndescription = "{}"\n'
 
@@ -62,34 +59,17 @@ def test_a_changed_file_takes_effect_on_the_next_request(tmp_path: Path) -> None
         server.stop()
 
 
-def test_sighup_reloads_even_when_the_file_looks_unchanged(tmp_path: Path) -> None:
+def test_sighup_reloads_even_when_the_file_looks_unchanged(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
     path = tmp_path / "c.toml"
     path.write_text(AGENT.format("aaaa"))
     stamp = path.stat().st_mtime_ns
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [str(Path(sys.executable).with_name("chatgate")), "serve", "--port", str(port), "--config", str(path)]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        assert wait_for(lambda: _up(url), 20), "chatgate did not start"
-        path.write_text(AGENT.format("bbbb"))  # same size, and the old modification time put back
-        os.utime(path, ns=(stamp, stamp))
-        time.sleep(2.5)  # longer than the poll interval: polling alone must not have noticed
-        assert descriptions(url) == ["aaaa"]
-        process.send_signal(signal.SIGHUP)
-        assert wait_for(lambda: descriptions(url) == ["bbbb"])
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _up(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz").status_code == 200
-    except httpx.ConnectError:
-        return False
+    url, process = chatgate_process("--config", str(path))
+    path.write_text(AGENT.format("bbbb"))  # same size, and the old modification time put back
+    os.utime(path, ns=(stamp, stamp))
+    time.sleep(2.5)  # longer than the poll interval: polling alone must not have noticed
+    assert descriptions(url) == ["aaaa"]
+    process.send_signal(signal.SIGHUP)
+    assert wait_for(lambda: descriptions(url) == ["bbbb"])
 
 
 def test_a_reloaded_prompt_answers_the_next_turn_of_a_conversation_with_its_history(tmp_path: Path) -> None:

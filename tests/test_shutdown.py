@@ -2,16 +2,14 @@
 
 import json
 import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from app.runner import SHUTTING_DOWN
+from tests.conftest import ChatgateProcess
 
 CONFIG = """
 [server]
@@ -26,26 +24,10 @@ USE_CHAT = {"id": "c", "messages": [{"id": "u", "role": "user", "parts": [{"type
 
 
 @pytest.fixture
-def server(tmp_path: Path):  # type: ignore[no-untyped-def]
+def server(tmp_path: Path, chatgate_process: ChatgateProcess) -> tuple[str, "subprocess.Popen[bytes]"]:
     path = tmp_path / "c.toml"
     path.write_text(CONFIG)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [str(Path(sys.executable).with_name("chatgate")), "serve", "--port", str(port), "--config", str(path)]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            httpx.get(f"{url}/healthz")
-            break
-        except httpx.ConnectError:
-            assert time.monotonic() < deadline and process.poll() is None, "chatgate did not start"
-            time.sleep(0.1)
-    yield url, process
-    process.kill()
-    process.wait(timeout=10)
+    return chatgate_process("--config", str(path))
 
 
 def frames_after_sigterm(url: str, process: subprocess.Popen[bytes], path: str, body: object) -> list[str]:
