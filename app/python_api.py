@@ -22,8 +22,6 @@ from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any
 
-import httpx
-
 from app.assembly import MessageAssembler
 from app.config import AgentConfig, Config
 from app.conversation import KEEP, Conversation, Keep
@@ -31,6 +29,7 @@ from app.events import ModelFinished, TextDelta
 from app.history import TextPart, UserMessage
 from app.ids import new_id
 from app.providers import ModelRequest, build_provider
+from app.providers.http import upstream_client
 
 __all__ = ["Client", "client"]
 
@@ -40,7 +39,7 @@ class Client:
 
     def __init__(self, model: str, *, system: str | None = None, settings: Mapping[str, Any] | None = None) -> None:
         self._agent = AgentConfig(model=model, model_settings=dict(settings or {}))
-        self._http = httpx.AsyncClient(timeout=None)
+        self._http = upstream_client()
         self._provider = build_provider(self._agent, Config(), self._http)
         self.conversation = Conversation(system)
 

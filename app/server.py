@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -27,11 +26,12 @@ from app.config import Config, default_config
 from app.errors import RequestError
 from app.files import check_files
 from app.protocol import UIProtocol, discover_protocols
+from app.providers.http import upstream_client
 from app.reload import ConfigWatcher
 from app.runner import run_agent
 from app.sse import RAW_SEND_KEY, EventStreamResponse
 
-__all__ = ["create_app", "error_response", "upstream_client"]
+__all__ = ["ChatgateApp", "create_app", "error_response"]
 
 logger = logging.getLogger("chatgate.server")
 
@@ -48,6 +48,7 @@ class ChatgateApp(Starlette):
     """Starlette, plus the server's own ``send`` left in the scope for ``EventStreamResponse``'s body."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Record the unwrapped ``send``, then handle the request as Starlette does."""
         scope[RAW_SEND_KEY] = send
         await super().__call__(scope, receive, send)
 
@@ -108,16 +109,6 @@ def create_app(
     # Set when the server starts shutting down (see app/cli.py): running streams then end in protocol.
     app.state.stopping = asyncio.Event()
     return app
-
-
-def upstream_client() -> httpx.AsyncClient:
-    """The process's one HTTP client for every upstream model API.
-
-    Connections are pooled and kept alive between calls (no new TLS handshake per request); there is
-    no cap on concurrent streams, and timeouts are set per request by each provider (app/providers/http.py).
-    """
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
-    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), limits=limits)
 
 
 async def _no_stream_to_resume(request: Request) -> Response:

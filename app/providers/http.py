@@ -47,6 +47,7 @@ __all__ = [
     "ndjson_objects",
     "parse_json",
     "sse_messages",
+    "upstream_client",
 ]
 
 logger = logging.getLogger("chatgate.providers")
@@ -59,6 +60,16 @@ _EXCERPT = 500
 
 Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
 """Turns the upstream's raw body chunks into run events (one provider's wire format)."""
+
+
+def upstream_client() -> httpx.AsyncClient:
+    """The process's one HTTP client for every upstream model API.
+
+    Connections are pooled and kept alive between calls (no new TLS handshake per request); there is
+    no cap on concurrent streams, and timeouts are set per request by each provider (app/providers/http.py).
+    """
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
+    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), limits=limits)
 
 
 class HTTPProvider:
