@@ -34,10 +34,10 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from adapters import ag_ui_wire as wire
-from adapters.base import decode_body, sse_frame
-from app.config import AgentConfig
-from app.events import (
+from chatgate.adapters import ag_ui_wire as wire
+from chatgate.adapters.base import decode_body, sse_frame
+from chatgate.config import AgentConfig
+from chatgate.events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -57,7 +57,7 @@ from app.events import (
     ToolResult,
     Usage,
 )
-from app.history import (
+from chatgate.history import (
     AssistantMessage,
     AssistantPart,
     FilePart,
@@ -70,8 +70,8 @@ from app.history import (
     UserMessage,
     UserPart,
 )
-from app.ids import new_id
-from app.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.ids import new_id
+from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 
 __all__ = ["AgUiProtocol", "protocol"]
 

@@ -231,4 +231,4 @@ class RunAgentInput(_Wire):
 
 
 run_agent_input: TypeAdapter[RunAgentInput] = TypeAdapter(RunAgentInput)
-"""Validates a request body (see ``adapters.base.decode_body``)."""
+"""Validates a request body (see ``chatgate.adapters.base.decode_body``)."""

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_json
 
-from app.errors import RequestError
+from chatgate.errors import RequestError
 
 __all__ = ["decode_body", "sse_frame"]
 

@@ -36,8 +36,8 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from adapters.base import decode_body, sse_frame
-from adapters.vercel_ai_wire import (
+from chatgate.adapters.base import decode_body, sse_frame
+from chatgate.adapters.vercel_ai_wire import (
     REQUEST,
     FileUIPart,
     ReasoningUIPart,
@@ -47,9 +47,9 @@ from adapters.vercel_ai_wire import (
     UIMessage,
     UIPart,
 )
-from app.config import AgentConfig, VercelAIVersion
-from app.errors import RequestError
-from app.events import (
+from chatgate.config import AgentConfig, VercelAIVersion
+from chatgate.errors import RequestError
+from chatgate.events import (
     FinishReason,
     ReasoningDelta,
     ReasoningEnd,
@@ -69,7 +69,7 @@ from app.events import (
     ToolDenied,
     ToolResult,
 )
-from app.history import (
+from chatgate.history import (
     AssistantMessage,
     AssistantPart,
     FilePart,
@@ -82,8 +82,8 @@ from app.history import (
     UserMessage,
     UserPart,
 )
-from app.ids import new_id
-from app.run_input import ApprovalResponse, RunInput
+from chatgate.ids import new_id
+from chatgate.run_input import ApprovalResponse, RunInput
 
 __all__ = ["HEADERS", "MASKED_ERROR", "VercelAIProtocol", "protocol"]
 

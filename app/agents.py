@@ -9,13 +9,13 @@ from typing import TypeAlias
 
 import httpx
 
-from app.approvals import ApprovalSigner
-from app.config import AgentConfig, Config
-from app.events import ToolDenied, ToolResult
-from app.prompts import CodeSource, PromptTemplate, Variable
-from app.providers import Provider, build_provider
-from app.run_input import ToolDefinition
-from app.tools import ServerTool, import_function
+from chatgate.approvals import ApprovalSigner
+from chatgate.config import AgentConfig, Config
+from chatgate.events import ToolDenied, ToolResult
+from chatgate.prompts import CodeSource, PromptTemplate, Variable
+from chatgate.providers import Provider, build_provider
+from chatgate.run_input import ToolDefinition
+from chatgate.tools import ServerTool, import_function
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "prompt_template"]
 

@@ -6,7 +6,7 @@ server-held conversation needs it to store the answer. Parts keep the order in w
 
 from __future__ import annotations
 
-from app.events import (
+from chatgate.events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -17,7 +17,7 @@ from app.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from app.history import AssistantMessage, AssistantPart, ReasoningPart, TextPart, ToolCallPart
+from chatgate.history import AssistantMessage, AssistantPart, ReasoningPart, TextPart, ToolCallPart
 
 __all__ = ["MessageAssembler"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import uvicorn
 
-from app.config import Config, default_config, load_config
-from app.errors import ConfigError
+from chatgate.config import Config, default_config, load_config
+from chatgate.errors import ConfigError
 
 __all__ = ["GracefulServer", "main"]
 
@@ -68,7 +68,7 @@ class GracefulServer(uvicorn.Server):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from app.server import create_app
+    from chatgate.server import create_app
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     path = args.config or os.environ.get("CHATGATE_CONFIG")

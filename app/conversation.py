@@ -17,8 +17,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from app.history import Message, SystemMessage
-from app.ids import new_id
+from chatgate.history import Message, SystemMessage
+from chatgate.ids import new_id
 
 __all__ = ["KEEP", "Conversation", "Keep"]
 

@@ -12,9 +12,9 @@ import base64
 import binascii
 from collections.abc import Iterable
 
-from app.config import ServerSettings
-from app.errors import RequestError
-from app.history import FilePart, Message, UserMessage
+from chatgate.config import ServerSettings
+from chatgate.errors import RequestError
+from chatgate.history import FilePart, Message, UserMessage
 
 __all__ = ["check_files", "data_url_bytes", "inline_base64"]
 

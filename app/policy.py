@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from app.history import Message, SystemMessage
+from chatgate.history import Message, SystemMessage
 
 __all__ = ["PolicyResult", "SystemPromptPolicy", "apply_system_prompt_policy"]
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from importlib.metadata import entry_points
 from typing import Protocol
 
-from app.config import AgentConfig
-from app.events import RunEvent
-from app.run_input import RunInput
+from chatgate.config import AgentConfig
+from chatgate.events import RunEvent
+from chatgate.run_input import RunInput
 
 __all__ = ["UIProtocol", "discover_protocols"]
 

@@ -1,9 +1,9 @@
-"""The Python API over the same providers: ``app.client(model, system=...)`` for scripts and tests.
+"""The Python API over the same providers: ``chatgate.client(model, system=...)`` for scripts and tests.
 
     import asyncio, app
 
     async def main() -> None:
-        async with app.client("ollama:qwen3:8b", system="You are terse.") as bot:
+        async with chatgate.client("ollama:qwen3:8b", system="You are terse.") as bot:
             print(await bot.chat("Name a colour."))
             bot.system_message = "You are a pirate."      # swap: history kept, next turn in the new voice
             async for delta in bot.stream("And another?"):
@@ -13,7 +13,7 @@
     asyncio.run(main())
 
 The conversation (``bot.conversation``) follows the seed / swap / reset lifecycle of
-``app.conversation.Conversation``. A turn is added to it only once the model has answered in full.
+``chatgate.conversation.Conversation``. A turn is added to it only once the model has answered in full.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any
 
-from app.assembly import MessageAssembler
-from app.config import AgentConfig, Config
-from app.conversation import KEEP, Conversation, Keep
-from app.events import ModelFinished, TextDelta
-from app.history import TextPart, UserMessage
-from app.ids import new_id
-from app.providers import ModelRequest, build_provider
-from app.providers.http import upstream_client
+from chatgate.assembly import MessageAssembler
+from chatgate.config import AgentConfig, Config
+from chatgate.conversation import KEEP, Conversation, Keep
+from chatgate.events import ModelFinished, TextDelta
+from chatgate.history import TextPart, UserMessage
+from chatgate.ids import new_id
+from chatgate.providers import ModelRequest, build_provider
+from chatgate.providers.http import upstream_client
 
 __all__ = ["Client", "client"]
 

@@ -16,8 +16,8 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from app.config import Config, load_config
-from app.errors import ConfigError
+from chatgate.config import Config, load_config
+from chatgate.errors import ConfigError
 
 __all__ = ["ConfigWatcher"]
 

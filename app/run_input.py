@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.history import Message
+from chatgate.history import Message
 
 __all__ = ["ApprovalResponse", "RunInput", "ToolDefinition"]
 

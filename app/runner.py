@@ -19,10 +19,10 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 
-from app.agents import Agent
-from app.assembly import MessageAssembler
-from app.errors import ProviderError
-from app.events import (
+from chatgate.agents import Agent
+from chatgate.assembly import MessageAssembler
+from chatgate.errors import ProviderError
+from chatgate.events import (
     FinishReason,
     ModelFinished,
     RunEvent,
@@ -37,12 +37,12 @@ from app.events import (
     ToolDenied,
     ToolResult,
 )
-from app.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
-from app.ids import new_id
-from app.policy import apply_system_prompt_policy
-from app.prompts import PromptRenderError, RequestFacts
-from app.providers import ModelRequest
-from app.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
+from chatgate.ids import new_id
+from chatgate.policy import apply_system_prompt_policy
+from chatgate.prompts import PromptRenderError, RequestFacts
+from chatgate.providers import ModelRequest
+from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 
 __all__ = ["NOT_RUN", "SHUTTING_DOWN", "build_model_request", "run_agent"]
 

@@ -21,15 +21,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from app.agents import Agent, AgentRegistry
-from app.config import Config, default_config
-from app.errors import RequestError
-from app.files import check_files
-from app.protocol import UIProtocol, discover_protocols
-from app.providers.http import upstream_client
-from app.reload import ConfigWatcher
-from app.runner import run_agent
-from app.sse import RAW_SEND_KEY, EventStreamResponse
+from chatgate.agents import Agent, AgentRegistry
+from chatgate.config import Config, default_config
+from chatgate.errors import RequestError
+from chatgate.files import check_files
+from chatgate.protocol import UIProtocol, discover_protocols
+from chatgate.providers.http import upstream_client
+from chatgate.reload import ConfigWatcher
+from chatgate.runner import run_agent
+from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]
 

@@ -24,7 +24,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
-from app.run_input import ToolDefinition
+from chatgate.run_input import ToolDefinition
 
 __all__ = ["ServerTool", "ToolOutcome", "import_function"]
 

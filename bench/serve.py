@@ -30,8 +30,8 @@ UVICORN_SETTINGS: dict[str, Any] = {
 
 def build_app(kind: str, argument: str) -> Any:
     if kind == "chatgate":
-        from app.config import load_config
-        from app.server import create_app
+        from chatgate.config import load_config
+        from chatgate.server import create_app
 
         return create_app(load_config(argument))
     if kind == "floor":

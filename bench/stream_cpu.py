@@ -24,8 +24,8 @@ from floor_app import save_capture
 from harness import Target, cpu_source, report, run_rounds, running
 from serve import UVICORN_SETTINGS
 
-from app.config import load_config
-from app.server import create_app
+from chatgate.config import load_config
+from chatgate.server import create_app
 
 REPLY_TOKENS = 200
 SYSTEM_PROMPT = "You are a benchmark."

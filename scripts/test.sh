@@ -9,5 +9,5 @@ python3 -m venv .venv
 (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy
+bash scripts/typecheck.sh
 .venv/bin/python -m pytest "$@"

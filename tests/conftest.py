@@ -17,8 +17,8 @@ import pytest
 import uvicorn
 from starlette.types import ASGIApp
 
-from app.config import Config, parse_config
-from app.server import create_app
+from chatgate.config import Config, parse_config
+from chatgate.server import create_app
 
 CLIENTS_DIR = Path(__file__).parent / "clients"
 

@@ -1,4 +1,4 @@
-from app.approvals import ApprovalSigner, canonical_arguments
+from chatgate.approvals import ApprovalSigner, canonical_arguments
 
 
 class Clock:

@@ -1,5 +1,5 @@
-from app.assembly import MessageAssembler
-from app.events import (
+from chatgate.assembly import MessageAssembler
+from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
     ReasoningEnd,
@@ -13,7 +13,7 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.history import AssistantMessage, ReasoningPart, TextPart, ToolCallPart
+from chatgate.history import AssistantMessage, ReasoningPart, TextPart, ToolCallPart
 
 
 def assemble(events: list[RunEvent]) -> MessageAssembler:

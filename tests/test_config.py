@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import default_config, load_config, parse_config
-from app.errors import ConfigError
+from chatgate.config import default_config, load_config, parse_config
+from chatgate.errors import ConfigError
 
 
 def write(path: Path, text: str) -> Path:

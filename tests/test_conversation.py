@@ -1,5 +1,5 @@
-from app.conversation import KEEP, Conversation
-from app.history import AssistantMessage, SystemMessage, TextPart, UserMessage
+from chatgate.conversation import KEEP, Conversation
+from chatgate.history import AssistantMessage, SystemMessage, TextPart, UserMessage
 
 HI = UserMessage((TextPart("hi"),), id="u1")
 HELLO = AssistantMessage((TextPart("hello"),), id="a1")

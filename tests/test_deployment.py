@@ -4,7 +4,7 @@ from pathlib import Path
 
 import yaml
 
-from app.config import load_config
+from chatgate.config import load_config
 
 ROOT = Path(__file__).parent.parent
 

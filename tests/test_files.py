@@ -2,10 +2,10 @@ import base64
 
 import pytest
 
-from app.config import ServerSettings
-from app.errors import RequestError
-from app.files import check_files, data_url_bytes, inline_base64
-from app.history import FilePart, TextPart, UserMessage
+from chatgate.config import ServerSettings
+from chatgate.errors import RequestError
+from chatgate.files import check_files, data_url_bytes, inline_base64
+from chatgate.history import FilePart, TextPart, UserMessage
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
 

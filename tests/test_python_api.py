@@ -1,19 +1,19 @@
 import pytest
 
-import app
-from app.errors import ProviderError
-from app.history import AssistantMessage, SystemMessage, UserMessage
+import chatgate
+from chatgate.errors import ProviderError
+from chatgate.history import AssistantMessage, SystemMessage, UserMessage
 
 
 async def test_chat_answers_under_the_seeded_system_message() -> None:
-    async with app.client("builtin:echo", system="You are terse.") as bot:
+    async with chatgate.client("builtin:echo", system="You are terse.") as bot:
         answer = await bot.chat("Name a colour.")
         assert answer == "System prompt: You are terse.\nLast user message: Name a colour."
         assert [type(m) for m in bot.conversation.messages] == [SystemMessage, UserMessage, AssistantMessage]
 
 
 async def test_a_swap_keeps_the_history_and_changes_the_next_turn() -> None:
-    async with app.client("builtin:echo", system="You are terse.") as bot:
+    async with chatgate.client("builtin:echo", system="You are terse.") as bot:
         await bot.chat("one")
         bot.system_message = "You are a pirate."
         deltas = [delta async for delta in bot.stream("two")]
@@ -23,7 +23,7 @@ async def test_a_swap_keeps_the_history_and_changes_the_next_turn() -> None:
 
 
 async def test_reset_keeps_clears_or_replaces_the_system_message() -> None:
-    async with app.client("builtin:echo", system="Keep me.") as bot:
+    async with chatgate.client("builtin:echo", system="Keep me.") as bot:
         await bot.chat("one")
         bot.reset()
         assert (await bot.chat("two")).startswith("System prompt: Keep me.")
@@ -35,7 +35,7 @@ async def test_reset_keeps_clears_or_replaces_the_system_message() -> None:
 
 
 async def test_a_failed_turn_is_not_added_to_the_conversation() -> None:
-    async with app.client("builtin:echo", system="x", fail_after=1) as bot:
+    async with chatgate.client("builtin:echo", system="x", fail_after=1) as bot:
         with pytest.raises(ProviderError):
             await bot.chat("hello")
         assert bot.conversation.messages == ()

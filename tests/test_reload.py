@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Config, load_config
-from app.reload import ConfigWatcher
-from app.server import create_app
+from chatgate.config import Config, load_config
+from chatgate.reload import ConfigWatcher
+from chatgate.server import create_app
 from tests.conftest import ChatgateProcess, LiveServer, run_node_client
 
 AGENT = '[agents.bot]\nmodel = "builtin:echo"\ndescription = "{}"\n'

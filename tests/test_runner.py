@@ -1,14 +1,14 @@
 import asyncio
 from collections.abc import AsyncIterator
 
-from app.agents import Agent
-from app.config import AgentConfig
-from app.errors import ProviderError
-from app.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFinished, StepStarted, TextDelta
-from app.history import SystemMessage, TextPart, UserMessage
-from app.providers import ModelRequest
-from app.run_input import RunInput
-from app.runner import SHUTTING_DOWN, run_agent
+from chatgate.agents import Agent
+from chatgate.config import AgentConfig
+from chatgate.errors import ProviderError
+from chatgate.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFinished, StepStarted, TextDelta
+from chatgate.history import SystemMessage, TextPart, UserMessage
+from chatgate.providers import ModelRequest
+from chatgate.run_input import RunInput
+from chatgate.runner import SHUTTING_DOWN, run_agent
 
 
 class RecordingProvider:

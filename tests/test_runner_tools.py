@@ -2,10 +2,10 @@
 
 from collections.abc import AsyncIterator
 
-from app.agents import Agent
-from app.approvals import ApprovalSigner
-from app.config import AgentConfig
-from app.events import (
+from chatgate.agents import Agent
+from chatgate.approvals import ApprovalSigner
+from chatgate.config import AgentConfig
+from chatgate.events import (
     ModelFinished,
     RunEvent,
     RunFinished,
@@ -20,11 +20,11 @@ from app.events import (
     ToolDenied,
     ToolResult,
 )
-from app.history import AssistantMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
-from app.providers import ModelRequest
-from app.run_input import ApprovalResponse, RunInput, ToolDefinition
-from app.runner import NOT_RUN, run_agent
-from app.tools import ServerTool
+from chatgate.history import AssistantMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
+from chatgate.providers import ModelRequest
+from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.runner import NOT_RUN, run_agent
+from chatgate.tools import ServerTool
 
 CALLS: list[str] = []
 

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from app.config import Config
+from chatgate.config import Config
 from tests.conftest import make_config, run_node_client
 
 ROUTES = ["/api/chat", "/ag-ui", "/agents/bot/chat", "/agents/bot/ag-ui"]

@@ -5,8 +5,8 @@ TOML (or the same structure as JSON). String values may reference ``${env:NAME}`
 bad values and missing env vars or files are errors that name the key path.
 """
 
-from app.config.loading import load_config, parse_config
-from app.config.schema import (
+from chatgate.config.loading import load_config, parse_config
+from chatgate.config.schema import (
     BUILTIN_PROVIDER_NAMES,
     DEFAULT_AGENT_NAME,
     OLLAMA_DEFAULT_HOST,

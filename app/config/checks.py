@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.config.schema import (
+from chatgate.config.schema import (
     BUILTIN_MODELS,
     AgentConfig,
     Config,
@@ -49,13 +49,13 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
 
 
 def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind) -> list[str]:
-    from app.providers.settings import setting_problems  # the providers own their settings
+    from chatgate.providers.settings import setting_problems  # the providers own their settings
 
     return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
 
 
 def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
-    from app.prompts import PLACEHOLDER
+    from chatgate.prompts import PLACEHOLDER
 
     prompt = agent.system_prompt
     if not isinstance(prompt, SystemPromptConfig):
@@ -82,7 +82,7 @@ def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> lis
 
 
 def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
-    from app.tools import import_function  # imports operator code: only when a config declares tools
+    from chatgate.tools import import_function  # imports operator code: only when a config declares tools
 
     problems = []
     for kind, names in (("tools", agent.tools), ("client_tools", agent.client_tools)):

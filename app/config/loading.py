@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.config.checks import cross_checks
-from app.config.schema import Config
-from app.errors import ConfigError
+from chatgate.config.checks import cross_checks
+from chatgate.config.schema import Config
+from chatgate.errors import ConfigError
 
 __all__ = ["load_config", "parse_config"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from app.policy import SystemPromptPolicy
+from chatgate.policy import SystemPromptPolicy
 
 __all__ = [
     "BUILTIN_MODELS",

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 
 import httpx
 
-from app.config import AgentConfig, Config, ProviderConfig, resolve_provider
-from app.errors import ConfigError
-from app.providers.anthropic import AnthropicProvider
-from app.providers.base import ModelRequest, Provider
-from app.providers.builtin import EchoModel
-from app.providers.ollama import OllamaProvider
-from app.providers.openai import OpenAIProvider
+from chatgate.config import AgentConfig, Config, ProviderConfig, resolve_provider
+from chatgate.errors import ConfigError
+from chatgate.providers.anthropic import AnthropicProvider
+from chatgate.providers.base import ModelRequest, Provider
+from chatgate.providers.builtin import EchoModel
+from chatgate.providers.ollama import OllamaProvider
+from chatgate.providers.openai import OpenAIProvider
 
 __all__ = ["ModelRequest", "Provider", "build_provider"]
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import httpx
 
-from app.config import ProviderConfig
-from app.errors import ProviderError
-from app.events import (
+from chatgate.config import ProviderConfig
+from chatgate.errors import ProviderError
+from chatgate.events import (
     FinishReason,
     ModelFinished,
     ReasoningDelta,
@@ -41,8 +41,8 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.files import inline_base64
-from app.history import (
+from chatgate.files import inline_base64
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     Message,
@@ -53,10 +53,10 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.ids import new_id
-from app.providers.base import ModelRequest
-from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
-from app.providers.parts import arguments_object, unsupported_file
+from chatgate.ids import new_id
+from chatgate.providers.base import ModelRequest
+from chatgate.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
+from chatgate.providers.parts import arguments_object, unsupported_file
 
 __all__ = ["AnthropicProvider", "encode_messages"]
 

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.events import RunEvent
-from app.history import Message
-from app.run_input import ToolDefinition
+from chatgate.events import RunEvent
+from chatgate.history import Message
+from chatgate.run_input import ToolDefinition
 
 __all__ = ["ModelRequest", "Provider"]
 

@@ -23,8 +23,8 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
-from app.errors import ProviderError
-from app.events import (
+from chatgate.errors import ProviderError
+from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
     ReasoningEnd,
@@ -38,9 +38,9 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.history import ToolMessage, UserMessage, system_text
-from app.ids import new_id
-from app.providers.base import ModelRequest
+from chatgate.history import ToolMessage, UserMessage, system_text
+from chatgate.ids import new_id
+from chatgate.providers.base import ModelRequest
 
 __all__ = ["EchoModel", "echo_reply"]
 

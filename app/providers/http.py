@@ -33,10 +33,10 @@ from typing import Any
 import httpx
 from pydantic_core import from_json, to_json
 
-from app.config import ProviderConfig
-from app.errors import ProviderError
-from app.events import RunEvent
-from app.providers.base import ModelRequest
+from chatgate.config import ProviderConfig
+from chatgate.errors import ProviderError
+from chatgate.events import RunEvent
+from chatgate.providers.base import ModelRequest
 
 __all__ = [
     "INTERRUPTED",

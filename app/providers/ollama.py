@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 from pydantic_core import to_json
 
-from app.config import OLLAMA_DEFAULT_HOST, ProviderConfig
-from app.errors import ProviderError
-from app.events import (
+from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
+from chatgate.errors import ProviderError
+from chatgate.events import (
     FinishReason,
     ModelFinished,
     ReasoningDelta,
@@ -30,8 +30,8 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.files import inline_base64
-from app.history import (
+from chatgate.files import inline_base64
+from chatgate.history import (
     AssistantMessage,
     Message,
     ReasoningPart,
@@ -40,11 +40,11 @@ from app.history import (
     ToolCallPart,
     UserMessage,
 )
-from app.ids import new_id
-from app.providers.base import ModelRequest
-from app.providers.http import HTTPProvider, Upstream, malformed, ndjson_objects
-from app.providers.parts import arguments_object, unsupported_file
-from app.providers.spans import DeltaSpans
+from chatgate.ids import new_id
+from chatgate.providers.base import ModelRequest
+from chatgate.providers.http import HTTPProvider, Upstream, malformed, ndjson_objects
+from chatgate.providers.parts import arguments_object, unsupported_file
+from chatgate.providers.spans import DeltaSpans
 
 __all__ = ["OllamaProvider", "encode_messages"]
 

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 from pydantic_core import to_json
 
-from app.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
-from app.errors import ProviderError
-from app.events import (
+from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
+from chatgate.errors import ProviderError
+from chatgate.events import (
     FinishReason,
     ModelFinished,
     ReasoningDelta,
@@ -30,8 +30,8 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.files import data_url_bytes, inline_base64
-from app.history import (
+from chatgate.files import data_url_bytes, inline_base64
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     Message,
@@ -41,12 +41,12 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.ids import new_id
-from app.providers.base import ModelRequest
-from app.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
-from app.providers.parts import unsupported_file
-from app.providers.spans import DeltaSpans
-from app.run_input import ToolDefinition
+from chatgate.ids import new_id
+from chatgate.providers.base import ModelRequest
+from chatgate.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
+from chatgate.providers.parts import unsupported_file
+from chatgate.providers.spans import DeltaSpans
+from chatgate.run_input import ToolDefinition
 
 __all__ = ["OpenAIProvider", "encode_messages"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from app.errors import ProviderError
-from app.history import FilePart
+from chatgate.errors import ProviderError
+from chatgate.history import FilePart
 
 __all__ = ["arguments_object", "unsupported_file"]
 

@@ -6,8 +6,8 @@ at its first fragment and closes when the other kind, a tool call or the end of 
 
 from __future__ import annotations
 
-from app.events import ReasoningEnd, ReasoningStart, RunEvent, TextEnd, TextStart
-from app.ids import new_id
+from chatgate.events import ReasoningEnd, ReasoningStart, RunEvent, TextEnd, TextStart
+from chatgate.ids import new_id
 
 __all__ = ["DeltaSpans"]
 

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from adapters.ag_ui import protocol
-from app.errors import RequestError
-from app.history import (
+from chatgate.adapters.ag_ui import protocol
+from chatgate.errors import RequestError
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     ReasoningPart,
@@ -16,7 +16,7 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 
 
 def decode(messages: list[dict[str, Any]], **extra: Any) -> RunInput:

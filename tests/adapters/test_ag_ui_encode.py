@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from adapters.ag_ui import protocol
-from app.config import AgentConfig
-from app.events import (
+from chatgate.adapters.ag_ui import protocol
+from chatgate.config import AgentConfig
+from chatgate.events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -27,8 +27,8 @@ from app.events import (
     ToolResult,
     Usage,
 )
-from app.history import AssistantMessage, ReasoningPart
-from app.run_input import RunInput
+from chatgate.history import AssistantMessage, ReasoningPart
+from chatgate.run_input import RunInput
 from tests.conftest import make_config
 
 AGENT: AgentConfig = make_config({"a": {"model": "builtin:echo"}}).agents["a"]

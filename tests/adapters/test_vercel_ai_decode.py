@@ -3,9 +3,9 @@ from typing import Any
 
 import pytest
 
-from adapters.vercel_ai import protocol
-from app.errors import RequestError
-from app.history import (
+from chatgate.adapters.vercel_ai import protocol
+from chatgate.errors import RequestError
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     ReasoningPart,
@@ -15,7 +15,7 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.run_input import ApprovalResponse, RunInput
+from chatgate.run_input import ApprovalResponse, RunInput
 
 
 def decode(messages: list[dict[str, Any]], **body: Any) -> RunInput:

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from adapters.vercel_ai import protocol
-from app.config import AgentConfig
-from app.events import (
+from chatgate.adapters.vercel_ai import protocol
+from chatgate.config import AgentConfig
+from chatgate.events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -27,7 +27,7 @@ from app.events import (
     ToolResult,
     Usage,
 )
-from app.run_input import RunInput
+from chatgate.run_input import RunInput
 
 RUN = RunInput(messages=(), thread_id="chat-1", run_id="r1")
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Config
+from chatgate.config import Config
 from tests.conftest import make_config, run_node_client
 
 Serve = Callable[[Config], str]

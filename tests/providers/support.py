@@ -8,14 +8,14 @@ from typing import Any
 
 import httpx
 
-from app.agents import Agent
-from app.config import AgentConfig, Config, ProviderConfig
-from app.events import RunEvent
-from app.history import Message
-from app.providers import Provider, build_provider
-from app.providers.base import ModelRequest
-from app.run_input import RunInput
-from app.runner import run_agent
+from chatgate.agents import Agent
+from chatgate.config import AgentConfig, Config, ProviderConfig
+from chatgate.events import RunEvent
+from chatgate.history import Message
+from chatgate.providers import Provider, build_provider
+from chatgate.providers.base import ModelRequest
+from chatgate.run_input import RunInput
+from chatgate.runner import run_agent
 
 FAST = {"connect": 2.0, "first_token": 5.0, "idle": 5.0}
 

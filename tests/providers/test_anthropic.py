@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from app.events import (
+from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
     ReasoningEnd,
@@ -13,7 +13,7 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.history import (
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     Message,
@@ -24,8 +24,8 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.providers.base import ModelRequest
-from app.run_input import ToolDefinition
+from chatgate.providers.base import ModelRequest
+from chatgate.run_input import ToolDefinition
 from tests.providers.fakes import FakeUpstream, Reply, anthropic_event
 from tests.providers.support import collect, provider, run_events, stream_once
 

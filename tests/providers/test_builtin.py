@@ -1,7 +1,7 @@
 import pytest
 
-from app.errors import ProviderError
-from app.events import (
+from chatgate.errors import ProviderError
+from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
     ReasoningEnd,
@@ -15,10 +15,10 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.history import AssistantMessage, SystemMessage, TextPart, ToolMessage, UserMessage
-from app.providers import ModelRequest
-from app.providers.builtin import EchoModel, echo_reply
-from app.run_input import ToolDefinition
+from chatgate.history import AssistantMessage, SystemMessage, TextPart, ToolMessage, UserMessage
+from chatgate.providers import ModelRequest
+from chatgate.providers.builtin import EchoModel, echo_reply
+from chatgate.run_input import ToolDefinition
 
 HISTORY = (
     SystemMessage("You are terse."),

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from app.errors import ProviderError
-from app.events import ModelFinished, RunEvent, RunFailed, TextDelta
-from app.history import TextPart, UserMessage
-from app.providers.base import ModelRequest
-from app.providers.http import ndjson_objects, sse_messages
-from app.run_input import RunInput
-from app.runner import run_agent
+from chatgate.errors import ProviderError
+from chatgate.events import ModelFinished, RunEvent, RunFailed, TextDelta
+from chatgate.history import TextPart, UserMessage
+from chatgate.providers.base import ModelRequest
+from chatgate.providers.http import ndjson_objects, sse_messages
+from chatgate.run_input import RunInput
+from chatgate.runner import run_agent
 from tests.providers.fakes import FakeUpstream, Reply, openai_chunk
 from tests.providers.support import agent_on, collect, provider, stream_once
 

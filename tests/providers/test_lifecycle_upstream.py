@@ -1,6 +1,6 @@
 """The system message's life, as each provider receives it.
 
-The Python API (``app.client``) against each fake upstream: a swap moves the new prompt into the API's
+The Python API (``chatgate.client``) against each fake upstream: a swap moves the new prompt into the API's
 place (OpenAI and Ollama: the first, ``system`` message; Anthropic: the top-level ``system``) and keeps
 the whole first turn; ``reset`` keeps, clears or replaces it. Through the server: a templated prompt
 arrives rendered with a client-overridable value, and an agent's ``instructions`` follow the prompt.
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import app
+import chatgate
 from tests.providers.fakes import FakeUpstream, fake_in_thread, text_reply
 from tests.providers.test_ui_clients import PROMPT, Serve, ag_ui, serve_on, use_chat
 
@@ -63,7 +63,7 @@ async def upstream(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 async def test_a_swap_puts_the_new_prompt_in_place_and_keeps_the_first_turn(upstream: Upstream) -> None:
     kind, fake = upstream
-    async with app.client(MODELS[kind], system="You are terse.") as bot:
+    async with chatgate.client(MODELS[kind], system="You are terse.") as bot:
         assert await bot.chat("one") == "Hi."
         bot.system_message = "You are a pirate."
         await bot.chat("two")
@@ -76,7 +76,7 @@ async def test_a_swap_puts_the_new_prompt_in_place_and_keeps_the_first_turn(upst
 
 async def test_reset_keeps_clears_or_replaces_the_prompt_the_upstream_gets(upstream: Upstream) -> None:
     kind, fake = upstream
-    async with app.client(MODELS[kind], system="You are terse.") as bot:
+    async with chatgate.client(MODELS[kind], system="You are terse.") as bot:
         await bot.chat("one")
         bot.reset()
         await bot.chat("two")

@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from app.events import ModelFinished, ReasoningDelta, RunFailed, TextDelta, ToolCallEnd, ToolCallStart, Usage
-from app.history import (
+from chatgate.events import ModelFinished, ReasoningDelta, RunFailed, TextDelta, ToolCallEnd, ToolCallStart, Usage
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     ReasoningPart,
@@ -13,8 +13,8 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.providers.base import ModelRequest
-from app.run_input import ToolDefinition
+from chatgate.providers.base import ModelRequest
+from chatgate.run_input import ToolDefinition
 from tests.providers.fakes import FakeUpstream, Reply, ndjson
 from tests.providers.support import collect, provider, run_events, stream_once
 

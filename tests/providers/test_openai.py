@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from app.errors import ProviderError
-from app.events import (
+from chatgate.errors import ProviderError
+from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
     ReasoningEnd,
@@ -23,7 +23,7 @@ from app.events import (
     ToolCallStart,
     Usage,
 )
-from app.history import (
+from chatgate.history import (
     AssistantMessage,
     FilePart,
     ReasoningPart,
@@ -33,8 +33,8 @@ from app.history import (
     ToolMessage,
     UserMessage,
 )
-from app.providers.base import ModelRequest
-from app.run_input import ToolDefinition
+from chatgate.providers.base import ModelRequest
+from chatgate.run_input import ToolDefinition
 from tests.providers.fakes import FakeUpstream, Reply, openai_chunk, openai_usage
 from tests.providers.support import collect, provider, run_events, stream_once
 

@@ -6,12 +6,12 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import AgentConfig, Config, parse_config, resolve_provider
-from app.errors import ConfigError
-from app.providers import build_provider
-from app.providers.anthropic import AnthropicProvider
-from app.providers.ollama import OllamaProvider
-from app.providers.openai import OpenAIProvider
+from chatgate.config import AgentConfig, Config, parse_config, resolve_provider
+from chatgate.errors import ConfigError
+from chatgate.providers import build_provider
+from chatgate.providers.anthropic import AnthropicProvider
+from chatgate.providers.ollama import OllamaProvider
+from chatgate.providers.openai import OpenAIProvider
 
 
 def problems(data: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from app.config import Config
+from chatgate.config import Config
 from tests.conftest import make_config, run_node_client
 from tests.providers.fakes import Reply, anthropic_event, fake_in_thread, ndjson, openai_chunk, openai_usage
 from tests.providers.support import provider_table
