@@ -27,6 +27,7 @@ from chatgate.errors import RequestError
 from chatgate.files import check_files
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers.http import upstream_client
+from chatgate.redis_client import connect_redis
 from chatgate.reload import ConfigWatcher
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
@@ -69,6 +70,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with upstream_client() as http_client:
+            # Redis is bound at start: a reload that changes redis_url takes effect on restart.
+            app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
             app.state.agents = AgentRegistry(config, http_client)
 
             def apply(new_config: Config) -> None:
@@ -86,6 +89,8 @@ def create_app(
                     with contextlib.suppress(asyncio.CancelledError):
                         await watching
                 await app.state.agents.aclose()
+                if app.state.redis is not None:
+                    await app.state.redis.aclose()
 
     routes: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),

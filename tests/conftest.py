@@ -19,6 +19,7 @@ from starlette.types import ASGIApp
 
 from chatgate.config import Config, parse_config
 from chatgate.server import create_app
+from tests.servers import running_postgres, running_redis
 
 CLIENTS_DIR = Path(__file__).parent / "clients"
 
@@ -126,3 +127,17 @@ def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -
     if completed.returncode != 0:
         pytest.fail(f"{script} failed (exit {completed.returncode}):\n{completed.stderr}\n{completed.stdout}")
     return json.loads(completed.stdout)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real ``redis-server`` on loopback for the whole session (tests use their own key prefixes or flush)."""
+    with running_redis() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on loopback for the whole session."""
+    with running_postgres() as url:
+        yield url

@@ -58,6 +58,8 @@ class ServerSettings(_Strict):
     approval_secret: str | None = Field(default=None, min_length=16)
     file_url_schemes: tuple[Literal["data", "https", "http"], ...] = ("data", "https")
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
+    redis_failure: Literal["closed", "open"] = "closed"
 
 
 class ServerToolConfig(_Strict):

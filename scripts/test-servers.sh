@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install the servers the tests start on loopback (Redis, PostgreSQL) from Debian's packages, when missing.
+# The tests start and stop their own instances (tests/servers.py); nothing here starts a service.
+set -euo pipefail
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The package starts its own instances as services; the tests need none of them.
+$sudo service redis-server stop >/dev/null 2>&1 || true
+$sudo service postgresql stop >/dev/null 2>&1 || true

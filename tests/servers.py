@@ -1,0 +1,108 @@
+"""Real Redis and PostgreSQL servers for the tests: started on loopback, on free ports, stopped by PID.
+
+``scripts/test.sh`` installs both (Debian's ``redis-server`` and ``postgresql``); a test that needs one
+asks for the session fixture ``redis_url`` or ``postgres_url`` in ``conftest.py``. Nothing is skipped:
+a missing server is a failure.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["running_postgres", "running_redis"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def running_redis() -> Iterator[str]:
+    """A throwaway ``redis-server`` on 127.0.0.1 (no persistence); yields its ``redis://`` URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed: run ./scripts/test.sh, which installs it")
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="chatgate-redis-") as workdir:
+        args = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+        process = subprocess.Popen([*args, "--dir", workdir], stdout=subprocess.DEVNULL)
+        try:
+            _wait_for_port(port, process, "redis-server")
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            _stop(process)
+
+
+def _postgres_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if found:
+        return found[-1]
+    binary = shutil.which(name)
+    if binary is None:
+        raise RuntimeError(f"PostgreSQL's {name} is not installed: run ./scripts/test.sh, which installs it")
+    return binary
+
+
+def _as_postgres_user() -> list[str]:
+    # PostgreSQL refuses to run as root; CI runs as root, a developer may not.
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+@contextmanager
+def running_postgres() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth, fsync off); yields its ``postgresql://`` URL."""
+    port = _free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="chatgate-pg-"))
+    data = workdir / "data"
+    prefix = _as_postgres_user()
+    if prefix:
+        shutil.chown(workdir, "postgres", "postgres")
+    try:
+        subprocess.run(
+            [*prefix, _postgres_bin("initdb"), "-D", str(data), "-U", "chatgate", "-A", "trust", "-E", "UTF8"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        settings = ["listen_addresses=127.0.0.1", f"port={port}", f"unix_socket_directories={workdir}"]
+        settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        settings = [arg for setting in settings for arg in ("-c", setting)]
+        process = subprocess.Popen([*prefix, _postgres_bin("postgres"), "-D", str(data), *settings])
+        try:
+            _wait_for_port(port, process, "postgres")
+            yield f"postgresql://chatgate@127.0.0.1:{port}/postgres"
+        finally:
+            _stop(process)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
