@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages into .venv, the real Node UI clients into
-# tests/clients/node_modules, the Redis and PostgreSQL servers from Debian's packages), then run the
+# tests/clients/node_modules, Redis, PostgreSQL and Chromium from Debian's packages), then run the
 # linters, the type checker and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/test-servers.sh
+bash scripts/test-system-packages.sh
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
