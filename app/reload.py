@@ -40,7 +40,7 @@ def watched_files(config: Config) -> tuple[Path, ...]:
         prompt = agent.system_prompt
         if not isinstance(prompt, SystemPromptConfig):
             continue
-        paths = [prompt.runtime_code] if prompt.runtime_code else []
+        paths: list[str | None] = [prompt.runtime_code]
         for variable in prompt.variables.values():
             if isinstance(variable, str):
                 continue
