@@ -34,7 +34,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
     for name in defaults[1:]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
-        problems += _tool_problems(name, agent)
+        problems += _tool_problems(name, agent, config.base_dir)
         problems += _prompt_problems(name, agent, config.base_dir)
         if agent.provider_name == "builtin":
             if agent.model_name not in BUILTIN_MODELS:
@@ -85,7 +85,7 @@ def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> lis
     return problems
 
 
-def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
+def _tool_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
     from chatgate.tools import import_function  # imports operator code: only when a config declares tools
 
     problems = []
@@ -102,7 +102,7 @@ def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
     ]
     for tool, settings in agent.tools.items():
         try:
-            import_function(settings.function)
+            import_function(settings.function, base_dir)
         except ValueError as exc:
             problems.append(f"agents.{agent_name}.tools.{tool}.function: {exc}")
     return problems
