@@ -160,7 +160,7 @@ def test_a_missing_file_reference_is_watched_so_creating_it_reloads(tmp_path: Pa
     watcher = ConfigWatcher(path, applied.append, config=load_config(path))
     (tmp_path / "later.md").unlink()
     assert not watcher.reload()
+    assert tmp_path / "later.md" in watcher.files  # still watched: creating it again is a change
     (tmp_path / "later.md").write_text("second")
-    assert watcher._changed()
     assert watcher.reload()
     assert applied[-1].agents["bot"].system_prompt == "second"
