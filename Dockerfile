@@ -1,4 +1,4 @@
-# chatgate: one process, configured by one file mounted at $CHATGATE_CONFIG.
+# chatgate: one process, configured by $CHATGATE_CONFIG in a mounted config folder (see docs/deployment.md).
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1

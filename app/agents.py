@@ -12,6 +12,7 @@ import httpx
 from chatgate.approvals import ApprovalSigner
 from chatgate.config import AgentConfig, Config
 from chatgate.events import ToolDenied, ToolResult
+from chatgate.operator_code import make_importable
 from chatgate.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.providers import Provider, build_provider
 from chatgate.run_input import ToolDefinition
@@ -53,6 +54,8 @@ def prompt_template(agent: AgentConfig, base_dir: Path) -> PromptTemplate | None
     if prompt is None or isinstance(prompt, str):
         return PromptTemplate(prompt) if prompt else None
 
+    make_importable(base_dir)  # imports in template code find modules beside the config
+
     def code(path: str | None) -> CodeSource | None:
         return CodeSource(path=base_dir / path) if path else None
 
@@ -75,11 +78,11 @@ def prompt_template(agent: AgentConfig, base_dir: Path) -> PromptTemplate | None
     return PromptTemplate(prompt.template, variables, code(prompt.runtime_code), timeout=prompt.timeout)
 
 
-def _server_tools(agent: AgentConfig) -> dict[str, ServerTool]:
+def _server_tools(agent: AgentConfig, base_dir: Path) -> dict[str, ServerTool]:
     return {
         name: ServerTool.from_function(
             name,
-            import_function(tool.function),
+            import_function(tool.function, base_dir),
             description=tool.description,
             parameters=tool.parameters,
             timeout=tool.timeout,
@@ -105,7 +108,7 @@ class AgentRegistry:
                 name,
                 agent,
                 build_provider(agent, config, http_client),
-                server_tools=_server_tools(agent),
+                server_tools=_server_tools(agent, config.base_dir),
                 client_tools=_client_tools(agent),
                 max_steps=agent.max_steps,
                 approvals=approvals,

@@ -1,6 +1,6 @@
 """The Python API over the same providers: ``chatgate.client(model, system=...)`` for scripts and tests.
 
-    import asyncio, app
+    import asyncio, chatgate
 
     async def main() -> None:
         async with chatgate.client("ollama:qwen3:8b", system="You are terse.") as bot:
@@ -12,24 +12,28 @@
 
     asyncio.run(main())
 
-The conversation (``bot.conversation``) follows the seed / swap / reset lifecycle of
+``bot.messages`` is the conversation's history (system message first once a turn has begun), as
+``ModelClient.messages`` is in aimu; assigning a list of messages replaces the history. The conversation
+(``bot.conversation``) follows the seed / swap / reset lifecycle of
 ``chatgate.conversation.Conversation``. A turn is added to it only once the model has answered in full.
+Model settings are checked as a config file's ``model_settings`` are; a wrong one raises ``ValueError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
 from chatgate.assembly import MessageAssembler
-from chatgate.config import AgentConfig, Config
+from chatgate.config import AgentConfig, Config, resolve_provider
 from chatgate.conversation import KEEP, Conversation, Keep
 from chatgate.events import ModelFinished, TextDelta
-from chatgate.history import TextPart, UserMessage
+from chatgate.history import Message, SystemMessage, TextPart, UserMessage
 from chatgate.ids import new_id
 from chatgate.providers import ModelRequest, build_provider
 from chatgate.providers.http import upstream_client
+from chatgate.providers.settings import setting_problems
 
 __all__ = ["Client", "client"]
 
@@ -39,9 +43,23 @@ class Client:
 
     def __init__(self, model: str, *, system: str | None = None, settings: Mapping[str, Any] | None = None) -> None:
         self._agent = AgentConfig(model=model, model_settings=dict(settings or {}))
+        _check_settings(self._agent)
         self._http = upstream_client()
         self._provider = build_provider(self._agent, Config(), self._http)
         self.conversation = Conversation(system)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation's history, its system message first once a turn has begun."""
+        return self.conversation.messages
+
+    @messages.setter
+    def messages(self, messages: Iterable[Message]) -> None:
+        """Replace the history; a leading system message becomes the system message, else it is kept."""
+        history = list(messages)
+        head = history[0] if history else None
+        system = head.content if isinstance(head, SystemMessage) else self.system_message
+        self.conversation = Conversation(system, history)
 
     @property
     def system_message(self) -> str | None:
@@ -89,6 +107,17 @@ class Client:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _check_settings(agent: AgentConfig) -> None:
+    name = agent.provider_name
+    try:
+        kind = "builtin" if name == "builtin" else resolve_provider(Config(), name).kind
+    except ValueError:
+        return  # an unknown provider: build_provider names it
+    problems = setting_problems(kind, agent.model_settings)
+    if problems:
+        raise ValueError(f"model settings of {agent.model!r}: {'; '.join(problems)}")
 
 
 def client(model: str, *, system: str | None = None, **settings: Any) -> Client:

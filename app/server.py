@@ -78,7 +78,7 @@ def create_app(
                 # One assignment: a request sees the old agents or the new ones, never a mix.
                 app.state.agents = AgentRegistry(new_config, http_client)
 
-            watcher = ConfigWatcher(config_path, apply) if config_path is not None else None
+            watcher = ConfigWatcher(config_path, apply, config=config) if config_path is not None else None
             app.state.config_watcher = watcher
             watching = asyncio.create_task(watcher.run()) if watcher is not None else None
             try:

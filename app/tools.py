@@ -1,6 +1,7 @@
 """Server tools: Python functions chatgate runs for the model.
 
-An operator names a function by import path (``package.module:function``). Its JSON Schema comes from
+An operator names a function by import path (``package.module:function``), found beside the config
+file or installed. Its JSON Schema comes from
 the function's type hints (or is given explicitly), its docstring is the default description, and every
 call validates the model's arguments first. Sync functions run in a worker thread so they never block
 the event loop; every call has a timeout; any exception becomes an error result the model sees instead
@@ -18,12 +19,14 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_json
 
+from chatgate.operator_code import make_importable
 from chatgate.run_input import ToolDefinition
 
 __all__ = ["ServerTool", "ToolOutcome", "import_function"]
@@ -44,11 +47,17 @@ class ToolOutcome:
     value: Any = None
 
 
-def import_function(path: str) -> Callable[..., Any]:
-    """The callable at ``package.module:function``; ``ValueError`` says what is wrong with the path."""
+def import_function(path: str, base_dir: Path | None = None) -> Callable[..., Any]:
+    """The callable at ``package.module:function``; ``ValueError`` says what is wrong with the path.
+
+    With ``base_dir`` (the config file's folder) modules beside the config import too; see
+    ``chatgate.operator_code``.
+    """
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"{path!r} is not of the form package.module:function")
+    if base_dir is not None:
+        make_importable(base_dir)
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:

@@ -1,5 +1,6 @@
 """The container files agree with the service: no Docker engine runs here, so their contract is checked."""
 
+import fnmatch
 from pathlib import Path
 
 import yaml
@@ -9,16 +10,59 @@ from chatgate.config import load_config
 ROOT = Path(__file__).parent.parent
 
 
-def test_compose_mounts_one_config_where_chatgate_reads_it_and_checks_health() -> None:
-    service = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["chatgate"]
-    config_path = service["environment"]["CHATGATE_CONFIG"]
-    (mount,) = service["volumes"]
+def compose() -> dict[str, dict[str, dict[str, object]]]:
+    loaded: dict[str, dict[str, dict[str, object]]] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+def test_compose_mounts_a_config_folder_where_chatgate_reads_it_and_checks_health() -> None:
+    service = compose()["services"]["chatgate"]
+    environment = service["environment"]
+    assert isinstance(environment, dict)
+    (mount,) = service["volumes"]  # type: ignore[misc]
     source, target, mode = mount.rsplit(":", 2)
-    assert (target, mode) == (config_path, "ro")
-    assert source.endswith("docs/examples/chatgate.toml}")
+    assert (target, mode) == ("/config", "ro")  # a folder: ${file:} prompts and tool modules come along
+    assert environment["CHATGATE_CONFIG"] == "/config/chatgate.toml"
+    assert source == "${CHATGATE_CONFIG_DIR:-./docs/examples}"
     assert load_config(ROOT / "docs" / "examples" / "chatgate.toml").default_agent == "assistant"
-    assert "/healthz" in " ".join(service["healthcheck"]["test"])
-    assert service["environment"]["OLLAMA_HOST"] == "http://ollama:11434"
+    assert "/healthz" in " ".join(service["healthcheck"]["test"])  # type: ignore[index]
+    assert environment["OLLAMA_HOST"] == "http://ollama:11434"
+
+
+def test_ollama_is_opt_in_and_its_image_pinned() -> None:
+    ollama = compose()["services"]["ollama"]
+    assert ollama["profiles"] == ["ollama"]  # a first `docker compose up` pulls no gigabytes
+    image = str(ollama["image"])
+    name, _, tag = image.partition(":")
+    assert name == "ollama/ollama"
+    assert tag and tag[0].isdigit() and tag != "latest"
+
+
+def test_the_build_context_leaves_out_the_virtualenv_node_modules_git_and_caches() -> None:
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+    def ignored(path: str) -> bool:
+        parts = path.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return any(fnmatch.fnmatch(prefix, pattern) for prefix in prefixes for pattern in patterns)
+
+    for path in [
+        ".venv/lib/python3.12/site-packages/x.py",
+        "tests/clients/node_modules/ai/package.json",
+        ".git/HEAD",
+        "app/__pycache__/server.cpython-312.pyc",
+        ".mypy_cache/3.12/x.json",
+        ".ruff_cache/x",
+        ".pytest_cache/v",
+        "chatgate.egg-info/PKG-INFO",
+    ]:
+        assert ignored(path), path
+    for path in ["pyproject.toml", "README.md", "app/server.py", "adapters/ag_ui.py"]:
+        assert not ignored(path), path  # what the Dockerfile copies
 
 
 def test_the_image_serves_on_all_interfaces_with_a_healthcheck() -> None:

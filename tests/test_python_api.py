@@ -39,3 +39,25 @@ async def test_a_failed_turn_is_not_added_to_the_conversation() -> None:
         with pytest.raises(ProviderError):
             await bot.chat("hello")
         assert bot.conversation.messages == ()
+
+
+async def test_messages_is_the_conversations_history_and_can_be_replaced() -> None:
+    async with chatgate.client("builtin:echo", system="You are terse.") as bot:
+        assert bot.messages == ()
+        await bot.chat("one")
+        assert bot.messages == bot.conversation.messages
+        assert [type(m) for m in bot.messages] == [SystemMessage, UserMessage, AssistantMessage]
+        earlier = bot.messages
+        await bot.chat("two")
+        bot.messages = earlier  # back to the first turn: the next answer sees that history
+        assert len(bot.messages) == 3
+        bot.messages = [SystemMessage("You are new.")]
+        assert bot.system_message == "You are new."
+        assert (await bot.chat("three")).startswith("System prompt: You are new.")
+        bot.messages = []
+        assert (bot.messages, bot.system_message) == ((), "You are new.")
+
+
+def test_wrong_model_settings_are_refused_as_in_a_config_file() -> None:
+    with pytest.raises(ValueError, match="delay: must be a number of seconds"):
+        chatgate.client("builtin:echo", delay="slow")

@@ -1,3 +1,4 @@
+import json
 import logging
 import os
 import signal
@@ -96,3 +97,70 @@ def test_a_reloaded_prompt_answers_the_next_turn_of_a_conversation_with_its_hist
         assert reply().endswith("Last user message: second")
     finally:
         server.stop()
+
+
+def ag_ui_reply(url: str, text: str) -> str:
+    """The text an AG-UI run of one user message streams back."""
+    body = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": text}]}
+    body |= {"tools": [], "context": [], "state": {}, "forwardedProps": {}}
+    with httpx.stream("POST", f"{url}/ag-ui", json=body, timeout=10) as response:
+        lines = [line.removeprefix("data: ") for line in response.iter_lines() if line.startswith("data: ")]
+    events = [json.loads(line) for line in lines]
+    return "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+def test_an_edited_file_prompt_reaches_the_next_request(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[agents.bot]\nmodel = "builtin:echo"\nsystem_prompt = "${file:prompts/bot.md}"\n')
+    (tmp_path / "prompts").mkdir()
+    prompt = tmp_path / "prompts" / "bot.md"
+    prompt.write_text("You are terse.")
+    config = load_config(path)
+    assert config.files_read == (path, tmp_path / "prompts" / "bot.md")
+    server = LiveServer(create_app(config, config_path=path))
+    server.start()
+    try:
+        assert ag_ui_reply(server.url, "hi").startswith("System prompt: You are terse.\n")
+        prompt.write_text("You are a pirate.")  # the config file itself is untouched
+        assert wait_for(lambda: ag_ui_reply(server.url, "hi").startswith("System prompt: You are a pirate.\n"))
+    finally:
+        server.stop()
+
+
+def test_the_watcher_watches_every_file_the_config_reads(tmp_path: Path) -> None:
+    for name in ("intro.md", "facts.md", "value.py", "setup.py", "when.py", "fallback.md"):
+        (tmp_path / name).write_text("VALUE = 1\n" if name.endswith(".py") else "text")
+    path = tmp_path / "c.toml"
+    path.write_text(
+        """
+[agents.bot]
+model = "builtin:echo"
+instructions = "${file:fallback.md}"
+[agents.bot.system_prompt]
+template = "${file:intro.md} {{FACTS}} {{VALUE}}"
+runtime_code = "setup.py"
+[agents.bot.system_prompt.variables]
+FACTS = { files = ["facts.md"], condition = { code = "when.py" } }
+VALUE = { code = "value.py" }
+"""
+    )
+    watcher = ConfigWatcher(path, lambda config: None, config=load_config(path))
+    expected = {
+        path,
+        *(tmp_path / n for n in ("intro.md", "facts.md", "value.py", "setup.py", "when.py", "fallback.md")),
+    }
+    assert set(watcher.files) == expected
+
+
+def test_a_missing_file_reference_is_watched_so_creating_it_reloads(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[agents.bot]\nmodel = "builtin:echo"\nsystem_prompt = "${file:later.md}"\n')
+    (tmp_path / "later.md").write_text("first")
+    applied: list[Config] = []
+    watcher = ConfigWatcher(path, applied.append, config=load_config(path))
+    (tmp_path / "later.md").unlink()
+    assert not watcher.reload()
+    assert tmp_path / "later.md" in watcher.files  # still watched: creating it again is a change
+    (tmp_path / "later.md").write_text("second")
+    assert watcher.reload()
+    assert applied[-1].agents["bot"].system_prompt == "second"

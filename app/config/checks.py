@@ -1,6 +1,6 @@
 """Config rules that span keys, each problem naming the key path to fix.
 
-One default agent; known providers and built-in models; provider settings of the right kind; tools
+At least one agent, one default agent; known providers and built-in models; provider settings of the right kind; tools
 that import; template placeholders that have variables and files that exist.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from chatgate.config.schema import (
     BUILTIN_MODELS,
@@ -27,17 +28,20 @@ _TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
     """Rules that span keys, each reported with the key path to fix."""
     problems = []
+    if not config.agents:
+        problems.append('agents: no agents are defined; add one, e.g. [agents.assistant] with model = "builtin:echo"')
     defaults = [name for name, agent in config.agents.items() if agent.default]
     for name in defaults[1:]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
-        problems += _tool_problems(name, agent)
+        problems += _tool_problems(name, agent, config.base_dir)
         problems += _prompt_problems(name, agent, config.base_dir)
         if agent.provider_name == "builtin":
             if agent.model_name not in BUILTIN_MODELS:
                 problems.append(
                     f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"
                 )
+            problems += _model_settings_problems(name, agent, "builtin")
             continue
         try:
             provider = resolve_provider(config, agent.provider_name, environ)
@@ -48,7 +52,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
-def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind) -> list[str]:
+def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | Literal["builtin"]) -> list[str]:
     from chatgate.providers.settings import setting_problems  # the providers own their settings
 
     return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
@@ -81,7 +85,7 @@ def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> lis
     return problems
 
 
-def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
+def _tool_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
     from chatgate.tools import import_function  # imports operator code: only when a config declares tools
 
     problems = []
@@ -98,7 +102,7 @@ def _tool_problems(agent_name: str, agent: AgentConfig) -> list[str]:
     ]
     for tool, settings in agent.tools.items():
         try:
-            import_function(settings.function)
+            import_function(settings.function, base_dir)
         except ValueError as exc:
             problems.append(f"agents.{agent_name}.tools.{tool}.function: {exc}")
     return problems

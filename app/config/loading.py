@@ -1,7 +1,10 @@
 """Reading a config file, and errors that name each problem by its key path.
 
 TOML, or JSON for a file ending in ``.json``; ``${env:...}`` and ``${file:...}`` references resolved
-before validation.
+before validation. Types are strict, as pydantic's strict mode over JSON has them: a string is never
+turned into a number or a boolean (``default = "yes"`` is an error); an integer is accepted where a
+number of seconds is expected. The files read are recorded on the config (``Config.files_read``) so a
+reload can watch them all.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,50 +42,70 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError([f"{file}: not valid {'JSON' if file.suffix == '.json' else 'TOML'}: {exc}"]) from exc
     if not isinstance(data, dict):
         raise ConfigError([f"{file}: the top level must be a table"])
-    return parse_config(data, base_dir=file.parent)
+    return parse_config(data, base_dir=file.parent, source=file)
 
 
-def parse_config(data: Mapping[str, Any], *, base_dir: Path, environ: Mapping[str, str] | None = None) -> Config:
-    """Interpolate ``${env:...}``/``${file:...}`` references in ``data`` and validate it."""
+def parse_config(
+    data: Mapping[str, Any],
+    *,
+    base_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    source: Path | None = None,
+) -> Config:
+    """Interpolate ``${env:...}``/``${file:...}`` references in ``data`` and validate it strictly.
+
+    ``source`` is the file ``data`` came from, if any: it heads ``Config.files_read``.
+    """
     problems: list[str] = []
-    resolved = _interpolate(data, (), base_dir, os.environ if environ is None else environ, problems)
+    files_read: list[Path] = [source] if source is not None else []
+    resolved = _interpolate(
+        data, (), _Context(base_dir, os.environ if environ is None else environ, files_read), problems
+    )
     try:
-        config = Config.model_validate(resolved)
+        # Validating the JSON form in strict mode takes exactly what a config file can say: arrays
+        # for lists and tuples, integers for floats, and no strings standing in for numbers or booleans.
+        config = Config.model_validate_json(json.dumps(resolved, default=str), strict=True)
     except ValidationError as exc:
         raise ConfigError(problems + _describe_all(exc.errors(), resolved)) from None
     config._base_dir = base_dir
+    config._files_read = tuple(dict.fromkeys(files_read))
     problems += cross_checks(config, os.environ if environ is None else environ)
     if problems:
         raise ConfigError(problems)
     return config
 
 
-def _interpolate(
-    value: Any, path: tuple[str | int, ...], base_dir: Path, environ: Mapping[str, str], problems: list[str]
-) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Context:
+    base_dir: Path
+    environ: Mapping[str, str]
+    files_read: list[Path]
+
+
+def _interpolate(value: Any, path: tuple[str | int, ...], context: _Context, problems: list[str]) -> Any:
     if isinstance(value, str):
-        return _interpolate_string(value, path, base_dir, environ, problems)
+        return _interpolate_string(value, path, context, problems)
     if isinstance(value, dict):
-        return {key: _interpolate(item, (*path, key), base_dir, environ, problems) for key, item in value.items()}
+        return {key: _interpolate(item, (*path, key), context, problems) for key, item in value.items()}
     if isinstance(value, list):
-        return [_interpolate(item, (*path, index), base_dir, environ, problems) for index, item in enumerate(value)]
+        return [_interpolate(item, (*path, index), context, problems) for index, item in enumerate(value)]
     return value
 
 
-def _interpolate_string(
-    text: str, path: tuple[str | int, ...], base_dir: Path, environ: Mapping[str, str], problems: list[str]
-) -> str:
+def _interpolate_string(text: str, path: tuple[str | int, ...], context: _Context, problems: list[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         kind, name = match.group(1), match.group(2)
         if kind is None:
             return "${"
         if kind == "env":
-            if name not in environ:
+            if name not in context.environ:
                 problems.append(f"{_dotted(path)}: environment variable {name} is not set")
                 return ""
-            return environ[name]
+            return context.environ[name]
+        file = context.base_dir / name
+        context.files_read.append(file)  # watched even when unreadable: creating it should reload
         try:
-            return (base_dir / name).read_text(encoding="utf-8")
+            return file.read_text(encoding="utf-8")
         except OSError as exc:
             problems.append(f"{_dotted(path)}: cannot read file {name!r}: {exc.strerror or exc}")
             return ""

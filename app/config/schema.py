@@ -43,6 +43,7 @@ VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
 ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+_MODEL = r"^[A-Za-z0-9_.-]+:.+$"
 
 
 class _Strict(BaseModel):
@@ -142,7 +143,7 @@ class ProviderConfig(_Strict):
 class AgentConfig(_Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
-    model: str = Field(pattern=r"^[A-Za-z0-9_.-]+:.+$", description="provider:model")
+    model: str = Field(description="provider:model")
     system_prompt: str | SystemPromptConfig | None = None
     instructions: str | None = None
     allow_request_instructions: bool = False
@@ -155,6 +156,13 @@ class AgentConfig(_Strict):
     tools: dict[str, ServerToolConfig] = Field(default_factory=dict)
     client_tools: dict[str, ClientToolConfig] = Field(default_factory=dict)
     max_steps: int = Field(default=10, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _provider_and_model(cls, model: str) -> str:
+        if not re.match(_MODEL, model):
+            raise ValueError(f"write the model as provider:model, e.g. openai:gpt-4.1 or builtin:echo (got {model!r})")
+        return model
 
     @property
     def provider_name(self) -> str:
@@ -171,6 +179,7 @@ class Config(_Strict):
     """The whole config file. ``base_dir`` is where its relative paths start."""
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _files_read: tuple[Path, ...] = PrivateAttr(default=())
 
     server: ServerSettings = Field(default_factory=ServerSettings)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
@@ -196,6 +205,11 @@ class Config(_Strict):
     def base_dir(self) -> Path:
         """The directory relative paths in this config start from (the config file's)."""
         return self._base_dir
+
+    @property
+    def files_read(self) -> tuple[Path, ...]:
+        """The files loading read: the config file and every ``${file:}`` it references."""
+        return self._files_read
 
     @property
     def default_agent(self) -> str | None:

@@ -9,7 +9,8 @@ It can also exercise tools: a last user message ``/call NAME {"json": "arguments
 offered tool NAME with those arguments, and when the history ends with tool results it answers by
 stating them (``Tool results: ...``).
 
-Settings (an agent's ``model_settings``):
+Settings (an agent's ``model_settings``, checked when the config loads like every kind's, see
+``app/providers/settings.py``):
 
 - ``delay``: seconds to wait before each word (default 0).
 - ``reasoning``: when true, a short reasoning span comes before the answer.

@@ -177,7 +177,7 @@ class Upstream:
             if not outcome.retryable or attempt >= self.retries:
                 raise outcome
             delay = max(delay, self.backoff * 2**attempt)
-            logger.warning("%s: %s; retrying in %.1fs", self.name, outcome, delay)
+            logger.warning("%s; retrying in %.1fs", outcome, delay)  # the detail already names the provider
             attempt += 1
             await asyncio.sleep(delay)
 

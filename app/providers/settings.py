@@ -52,6 +52,20 @@ def _think(value: Any) -> str | None:
     return None if ok else "must be true, false, 'low', 'medium' or 'high'"
 
 
+def _non_negative_number(value: Any) -> str | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return None if ok else "must be a number of seconds, 0 or more"
+
+
+def _non_negative_int(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return None if ok else "must be an integer, 0 or more"
+
+
+def _bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
 def _keep_alive(value: Any) -> str | None:
     ok = isinstance(value, str | int | float) and not isinstance(value, bool)
     return None if ok else "must be a duration such as '5m', or seconds"
@@ -83,18 +97,20 @@ SETTINGS: Mapping[str, Mapping[str, Check]] = {
         "think": _think,
         "keep_alive": _keep_alive,
     },
+    "builtin": {"delay": _non_negative_number, "reasoning": _bool, "fail_after": _non_negative_int},
 }
-"""Per provider kind: each setting it accepts and the check its value must pass."""
+"""Per provider kind (and ``builtin``): each setting it accepts and the check its value must pass."""
 
 
 def setting_problems(kind: str, settings: Mapping[str, Any]) -> list[str]:
     """One ``"key: what is wrong"`` line per setting ``kind`` does not accept as given."""
     known = SETTINGS[kind]
+    label = "the built-in model" if kind == "builtin" else f"{kind} providers"
     problems = []
     for key, value in settings.items():
         check = known.get(key)
         if check is None:
-            problems.append(f"{key}: not a setting of {kind} providers (known: {', '.join(sorted(known))})")
+            problems.append(f"{key}: not a setting of {label} (known: {', '.join(sorted(known))})")
         elif (problem := check(value)) is not None:
             problems.append(f"{key}: {problem}")
     return problems

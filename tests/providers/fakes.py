@@ -75,6 +75,11 @@ class FakeUpstream:
         return f"http://127.0.0.1:{port}"
 
     @property
+    def open_connections(self) -> int:
+        """Connections a client holds open to the fake right now."""
+        return len(self._tasks)
+
+    @property
     def bodies(self) -> list[Any]:
         return [request.body for request in self.requests]
 
@@ -128,6 +133,7 @@ class FakeUpstream:
         self._served += 1
 
         hangup = asyncio.ensure_future(reader.read(1))  # b"" once the client closes
+        hangup.add_done_callback(lambda read: read.cancelled() or read.exception())  # a reset is a hangup too
         status_line = f"HTTP/1.1 {reply.status} Fake\r\n"
         header_text = "".join(f"{name}: {value}\r\n" for name, value in reply.headers.items())
         writer.write((status_line + header_text + "transfer-encoding: chunked\r\n\r\n").encode("latin-1"))

@@ -1,6 +1,7 @@
 """The shared upstream plumbing: retries, timeouts, broken streams, closing, and the body readers."""
 
 import asyncio
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -70,6 +71,21 @@ async def test_a_refused_connection_is_retried_then_reported() -> None:
                 await collect(model.stream(ModelRequest("m", HELLO)))
     assert caught.value.public_message == "The model provider could not be reached."
     assert caught.value.retryable
+
+
+async def test_the_provider_is_named_once_in_every_log_line_of_an_upstream_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with provider("openai", url, retries=1) as model:
+            with caplog.at_level(logging.WARNING):
+                await collect(run_agent(agent_on(model), RunInput(HELLO)))
+    lines = [record.getMessage() for record in caplog.records]
+    assert any("retrying" in line and "up: cannot connect" in line for line in lines), lines
+    assert any("model call failed: up: cannot connect" in line for line in lines), lines
+    assert not any("up: up:" in line for line in lines), lines
 
 
 async def test_a_failure_after_the_first_token_is_never_retried() -> None:

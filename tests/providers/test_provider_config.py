@@ -102,11 +102,25 @@ def test_model_settings_are_checked_against_the_provider_kind() -> None:
 
 def test_the_built_in_models_own_settings_still_work() -> None:
     parse_config(agent("builtin:echo", delay=0.01, reasoning=True, fail_after=3), base_dir=Path.cwd(), environ={})
+    parse_config(agent("builtin:echo", delay=1), base_dir=Path.cwd(), environ={})  # an integer is a number
+
+
+def test_the_built_in_models_settings_are_checked_like_every_other_kind() -> None:
+    found = problems(agent("builtin:echo", delay="slow", reasoning="yes", fail_after=-1, temperature=0.2))
+    assert found == [
+        "agents.a.model_settings.delay: must be a number of seconds, 0 or more",
+        "agents.a.model_settings.reasoning: must be true or false",
+        "agents.a.model_settings.fail_after: must be an integer, 0 or more",
+        "agents.a.model_settings.temperature: not a setting of the built-in model"
+        " (known: delay, fail_after, reasoning)",
+    ]
 
 
 async def test_build_provider_picks_the_kinds_implementation() -> None:
     config = parse_config(
-        {"providers": {"vllm": {"kind": "openai", "base_url": "http://x/v1"}}}, base_dir=Path.cwd(), environ={}
+        {"providers": {"vllm": {"kind": "openai", "base_url": "http://x/v1"}}, **agent("vllm:m")},
+        base_dir=Path.cwd(),
+        environ={},
     )
     async with httpx.AsyncClient() as client:
         assert isinstance(build_provider(AgentConfig(model="vllm:m"), config, client), OpenAIProvider)
