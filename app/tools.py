@@ -22,9 +22,9 @@ from typing import Any, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic_core import to_json
 
 from chatgate.run_input import ToolDefinition
+from chatgate.strict_json import dump_json
 
 __all__ = ["ServerTool", "ToolOutcome", "import_function"]
 
@@ -152,4 +152,4 @@ class ServerTool:
             return ToolOutcome(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
         if isinstance(result, str):
             return ToolOutcome(result)
-        return ToolOutcome(to_json(result).decode(), value=result)
+        return ToolOutcome(dump_json(result).decode(), value=result)

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from pydantic_core import from_json, to_json
+from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
 from chatgate.errors import ProviderError
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
+from chatgate.strict_json import dump_json
 
 __all__ = [
     "INTERRUPTED",
@@ -137,7 +138,7 @@ class Upstream:
         """POST ``body`` and yield what ``decode`` makes of the streamed answer. See the module docstring."""
         watchdog = _Watchdog(self)
         try:
-            response = await self._open(to_json(body), watchdog)
+            response = await self._open(dump_json(body), watchdog)
             try:
                 reads = watchdog.reads(response)
                 events = decode(reads)
