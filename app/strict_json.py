@@ -47,6 +47,9 @@ def client_json(data: bytes | str, field: str) -> Any:
 
 def check_client_value(value: Any, field: str) -> None:
     """Refuse (422, naming the path under ``field``) nesting past ``MAX_DEPTH`` or a non-finite number."""
+    if _clean(value):
+        return
+    # Rare: walk again, keeping paths this time, to name the first offending field.
     stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
     while stack:
         node, path, depth = stack.pop()
@@ -58,6 +61,35 @@ def check_client_value(value: Any, field: str) -> None:
                 raise _refusal(_join(field, path), _TOO_DEEP)
             items = node.items() if isinstance(node, dict) else enumerate(node)
             stack.extend((child, (*path, key), depth + 1) for key, child in items)
+
+
+def _clean(value: Any) -> bool:
+    """True when ``value`` is within the depth limit and all its numbers are finite (the fast path).
+
+    Parsed JSON holds exactly ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` and ``None``;
+    only containers are pushed, so long strings and big histories cost one type check per value.
+    """
+    isfinite = math.isfinite
+    if type(value) is float:
+        return isfinite(value)
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is dict:
+            children: Any = node.values()
+        elif type(node) is list:
+            children = node
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            return False
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+            elif kind is float and not isfinite(child):
+                return False
+    return True
 
 
 def dump_json(value: Any) -> bytes:
