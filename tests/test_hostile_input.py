@@ -11,9 +11,12 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from chatgate.adapters.vercel_ai import VercelAIProtocol
 from chatgate.config import Config
+from chatgate.run_input import RunInput
+from chatgate.server import create_app
 from chatgate.strict_json import MAX_DEPTH
-from tests.conftest import make_config
+from tests.conftest import LiveServer, make_config
 
 DEEP = "[" * 10_000 + "]" * 10_000
 NON_FINITE = ["NaN", "Infinity", "-Infinity", "1e400"]
@@ -162,3 +165,31 @@ def test_a_body_abandoned_mid_upload_is_the_client_going_away(url: str, caplog: 
 
 def gone(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if "went away while sending the body" in r.getMessage()]
+
+
+class RecursiveProtocol(VercelAIProtocol):
+    """A protocol whose decoder walks client JSON recursively, as a third-party adapter might."""
+
+    name = "recursive"
+    route = "recursive"
+    default_path = "/recursive"
+
+    def decode(self, body: bytes) -> RunInput:
+        def depth(value: Any) -> int:
+            return 1 + max(map(depth, value), default=0) if isinstance(value, list) else 0
+
+        depth(json.loads(body))
+        return super().decode(body)
+
+
+def test_a_recursion_error_in_any_decoder_is_a_422_not_a_500() -> None:
+    server = LiveServer(create_app(make_config({"bot": {"model": "builtin:echo"}}), protocols=[RecursiveProtocol()]))
+    server.start()
+    try:
+        deep = "[" * 100_000 + "]" * 100_000
+        response = post(f"{server.url}/recursive", deep)
+        assert response.status_code == 422
+        assert "too deep" in response.json()["error"]["message"]
+        assert httpx.get(f"{server.url}/healthz").is_success
+    finally:
+        server.stop()
