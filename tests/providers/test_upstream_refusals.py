@@ -3,24 +3,28 @@
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+import httpx
 import pytest
 
-from chatgate.config import ProviderConfig, ProviderTimeouts
+from chatgate.config import Config, ProviderConfig, ProviderTimeouts
 from chatgate.events import RunFailed
 from chatgate.history import AssistantMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from chatgate.providers.http import MAX_RETRY_AFTER, Upstream
 from chatgate.run_input import RunInput
 from chatgate.runner import run_agent
-from tests.providers.fakes import FakeUpstream, Reply, text_reply
-from tests.providers.support import agent_on, collect, provider, stream_once
+from tests.conftest import make_config
+from tests.providers.fakes import FakeUpstream, Reply, fake_in_thread, text_reply
+from tests.providers.support import agent_on, collect, provider, provider_table, stream_once
 
 KEY = "sk-live-0123456789abcdefSECRET"
 HEADER_SECRET = "org-token-9876543210"
 KINDS = ["openai", "anthropic", "ollama"]
 HELLO = (UserMessage((TextPart("Hello"),)),)
+Serve = Callable[[Config], str]
 RATE_LIMITED = RunFailed("The model provider is rate limiting requests; try again later.", code="model_error")
 
 
@@ -118,3 +122,26 @@ async def test_non_finite_tool_arguments_in_history_reach_the_upstream_as_json(k
         raise AssertionError(f"a bare {constant} in the {kind} request body")
 
     json.loads(request.raw, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("route", ["/api/chat", "/ag-ui"])
+def test_a_long_retry_after_ends_the_stream_in_protocol_at_once(serve: Serve, route: str) -> None:
+    with fake_in_thread(quoting(429, '{"error": "slow down"}', **{"retry-after": "3600"})) as fake:
+        table = provider_table("openai", fake.url, retries=2)
+        url = serve(make_config({"bot": {"model": "up:m", "default": True}}, providers={"up": table}))
+        if route == "/ag-ui":
+            message = {"id": "u", "role": "user", "content": "hi"}
+            body: dict[str, object] = {"threadId": "t", "runId": "r", "messages": [message]}
+        else:
+            body = {"id": "c", "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+        started = time.monotonic()
+        response = httpx.post(f"{url}{route}", json=body, timeout=10)
+        elapsed = time.monotonic() - started
+    assert len(fake.requests) == 1
+    assert elapsed < 0.4, elapsed
+    frames = [json.loads(f[6:]) for f in response.text.split("\n\n") if f.startswith("data: {")]
+    if route == "/ag-ui":
+        assert frames[-1] == {"type": "RUN_ERROR", "message": RATE_LIMITED.message, "code": "model_error"}
+    else:
+        assert {"type": "error", "errorText": RATE_LIMITED.message} in frames
+        assert frames[-1]["type"] == "finish" and response.text.endswith("data: [DONE]\n\n")
