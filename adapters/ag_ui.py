@@ -10,7 +10,9 @@ Decoding (``adapters/ag_ui_wire.py`` holds the wire types):
   logged.
 - ``encryptedValue`` (on a reasoning message or a tool call) becomes the part's ``provider_data``: a
   JSON object this server sent is restored as that object, anything else is kept whole as
-  ``{"encrypted_value": "<text>"}``.
+  ``{"encrypted_value": "<text>"}``. JSON held in a string (``encryptedValue``, a tool call's
+  ``arguments``) gets the body's own checks (app/strict_json.py): nested too deep or holding a
+  non-finite number, it is refused with a 422 naming the field.
 - ``RunInput.variables``: the keys of ``forwardedProps`` (when it is an object), over one entry per
   ``context`` item named by its ``description`` with its ``value``. Only variables the operator
   declared ``client_overridable`` (and ``instructions``, when allowed) are ever used.
@@ -26,7 +28,7 @@ LF-only and carry no ``null``.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import mimetypes
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -72,6 +74,7 @@ from chatgate.history import (
 )
 from chatgate.ids import new_id
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.strict_json import client_json, dump_json
 
 __all__ = ["AgUiProtocol", "protocol"]
 
@@ -93,8 +96,8 @@ class AgUiProtocol:
         request = decode_body(body, wire.run_agent_input)
         messages: list[Message] = []
         skipped: list[str] = []
-        for message in request.messages:
-            decoded = _message(message)
+        for index, message in enumerate(request.messages):
+            decoded = _message(message, f"messages.{index}")
             if decoded is None:
                 skipped.append(message.role)
             else:
@@ -130,7 +133,7 @@ protocol = AgUiProtocol()
 # --- decoding ---------------------------------------------------------------------------------------
 
 
-def _message(message: Any) -> Message | None:
+def _message(message: Any, field: str) -> Message | None:
     if isinstance(message, wire.SystemMessage):
         return SystemMessage(content=message.content, id=message.id, role=message.role)
     if isinstance(message, wire.UserMessage):
@@ -140,8 +143,10 @@ def _message(message: Any) -> Message | None:
         return UserMessage(parts=tuple(part for part in parts if part is not None), id=message.id)
     if isinstance(message, wire.AssistantMessage):
         assistant_parts: list[AssistantPart] = [TextPart(message.content)] if message.content else []
-        for call in message.tool_calls or ():
-            provider_data = _provider_data(call.encrypted_value)
+        for number, call in enumerate(message.tool_calls or ()):
+            call_field = f"{field}.toolCalls.{number}"
+            _check_embedded_json(call.function.arguments, f"{call_field}.function.arguments")
+            provider_data = _provider_data(call.encrypted_value, f"{call_field}.encryptedValue")
             assistant_parts.append(ToolCallPart(call.id, call.function.name, call.function.arguments, provider_data))
         return AssistantMessage(parts=tuple(assistant_parts), id=message.id)
     if isinstance(message, wire.ToolMessage):
@@ -156,7 +161,7 @@ def _message(message: Any) -> Message | None:
             metadata={"error": message.error},
         )
     if isinstance(message, wire.ReasoningMessage):
-        reasoning = ReasoningPart(message.content, _provider_data(message.encrypted_value))
+        reasoning = ReasoningPart(message.content, _provider_data(message.encrypted_value, f"{field}.encryptedValue"))
         return AssistantMessage(parts=(reasoning,), id=message.id)
     return None
 
@@ -203,14 +208,20 @@ def _tool_text(parts: list[wire.TextContent | wire.MediaPart | wire.BinaryPart])
     return "\n\n".join(part.text for part in parts if isinstance(part, wire.TextContent))
 
 
-def _provider_data(encrypted_value: str | None) -> Mapping[str, Any] | None:
+def _provider_data(encrypted_value: str | None, field: str) -> Mapping[str, Any] | None:
     if encrypted_value is None:
         return None
     try:
-        restored = json.loads(encrypted_value)
+        restored = client_json(encrypted_value, field)
     except ValueError:
         restored = None
     return restored if isinstance(restored, dict) else {"encrypted_value": encrypted_value}
+
+
+def _check_embedded_json(text: str, field: str) -> None:
+    """JSON held in a string gets the body's checks; text that is not JSON is left to its reader."""
+    with contextlib.suppress(ValueError):
+        client_json(text, field)
 
 
 def _tool(tool: wire.Tool) -> ToolDefinition:
@@ -448,6 +459,6 @@ def _encrypted_value(subtype: str, entity_id: str, provider_data: Mapping[str, A
             "type": "REASONING_ENCRYPTED_VALUE",
             "subtype": subtype,
             "entityId": entity_id,
-            "encryptedValue": to_json(provider_data).decode(),
+            "encryptedValue": dump_json(provider_data).decode(),
         }
     )

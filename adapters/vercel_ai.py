@@ -84,6 +84,7 @@ from chatgate.history import (
 )
 from chatgate.ids import new_id
 from chatgate.run_input import ApprovalResponse, RunInput
+from chatgate.strict_json import dump_json
 
 __all__ = ["HEADERS", "MASKED_ERROR", "VercelAIProtocol", "protocol"]
 
@@ -258,7 +259,7 @@ def _assistant_step(parts: list[UIPart], message_id: str) -> list[Message]:
         elif isinstance(part, ReasoningUIPart):
             content.append(ReasoningPart(part.text, provider_data=_provider_data(part.providerMetadata)))
         elif isinstance(part, ToolUIPart):
-            arguments = "{}" if part.input is None else to_json(part.input).decode()
+            arguments = "{}" if part.input is None else dump_json(part.input).decode()
             data = _provider_data(part.callProviderMetadata)
             content.append(ToolCallPart(part.toolCallId, part.name, arguments, provider_data=data))
             result = _tool_result(part)
@@ -269,7 +270,7 @@ def _assistant_step(parts: list[UIPart], message_id: str) -> list[Message]:
 
 def _tool_result(part: ToolUIPart) -> ToolMessage | None:
     if part.state == "output-available":
-        output = part.output if isinstance(part.output, str) else to_json(part.output).decode()
+        output = part.output if isinstance(part.output, str) else dump_json(part.output).decode()
         return ToolMessage(part.toolCallId, output)
     if part.state == "output-error":
         return ToolMessage(part.toolCallId, part.errorText or "", is_error=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
@@ -29,6 +29,7 @@ from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers.http import upstream_client
 from chatgate.redis_client import connect_redis
 from chatgate.reload import ConfigWatcher
+from chatgate.run_input import RunInput
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 
@@ -107,6 +108,7 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={
             RequestError: _request_error_handler,
+            ClientDisconnect: _client_gone_handler,
             HTTPException: _http_error_handler,
             Exception: _unexpected_error_handler,
         },
@@ -157,7 +159,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         _check_content_type(request)
         settings = registry.config.server
         body = await _read_body(request, settings.max_body_bytes)
-        run_input = protocol.decode(body)
+        run_input = _decode(protocol, body)
         check_files(run_input.messages, settings)
         events = run_agent(agent, run_input, stopping=request.app.state.stopping)
         frames = protocol.encode(run_input, agent.config, events)
@@ -203,6 +205,13 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+def _decode(protocol: UIProtocol, body: bytes) -> RunInput:
+    try:
+        return protocol.decode(body)
+    except RecursionError:  # the adapters bound nesting; this is the backstop for any that does not
+        raise RequestError(422, "invalid_request", "the request is invalid: (body): it nests too deep") from None
+
+
 def _too_large(limit: int) -> RequestError:
     return RequestError(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
 
@@ -216,6 +225,12 @@ async def _http_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     return error_response(RequestError(exc.status_code, code, str(exc.detail)))
+
+
+async def _client_gone_handler(request: Request, exc: Exception) -> Response:
+    # The client closed the connection before sending the whole body: nobody is left to answer.
+    logger.info("client went away while sending the body of %s %s", request.method, request.url.path)
+    return Response(status_code=400)
 
 
 async def _unexpected_error_handler(request: Request, exc: Exception) -> Response:

@@ -24,10 +24,10 @@ from typing import Any, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic_core import to_json
 
 from chatgate.operator_code import make_importable
 from chatgate.run_input import ToolDefinition
+from chatgate.strict_json import dump_json
 
 __all__ = ["ServerTool", "ToolOutcome", "import_function"]
 
@@ -161,4 +161,4 @@ class ServerTool:
             return ToolOutcome(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
         if isinstance(result, str):
             return ToolOutcome(result)
-        return ToolOutcome(to_json(result).decode(), value=result)
+        return ToolOutcome(dump_json(result).decode(), value=result)

@@ -126,7 +126,7 @@ class ProviderTimeouts(_Strict):
 
     connect: float = Field(default=10.0, gt=0)
     first_token: float = Field(default=300.0, gt=0)
-    idle: float = Field(default=120.0, gt=0)
+    idle: float = Field(default=30.0, gt=0)
 
 
 class ProviderConfig(_Strict):

@@ -4,8 +4,10 @@
 response body. Around that it owns every fault:
 
 - **Retries.** A refused or failed connection, and a 429, 503 or 529 answer, are retried with
-  exponential backoff (honouring a short ``Retry-After``) up to ``retries`` times. Retrying happens
-  only while sending, before any event was yielded, so a client never sees a token twice.
+  exponential backoff (honouring a ``Retry-After`` of up to ``MAX_RETRY_AFTER`` seconds) up to
+  ``retries`` times. An answer whose ``Retry-After`` asks for longer than that is not retried: the
+  run ends at once with the rate-limit message instead of holding the client. Retrying happens only
+  while sending, before any event was yielded, so a client never sees a token twice.
 - **Timeouts.** ``connect`` bounds opening the connection (httpx). ``first_token`` bounds the wait
   from sending the request to the first event, headers and silent prefill included; ``idle`` bounds
   each read after that. Those two are a watchdog rather than a timeout per read: a read costs one
@@ -14,7 +16,9 @@ response body. Around that it owns every fault:
   ``ProviderError``; time spent waiting for *our* client (backpressure) never counts.
 - **Errors.** Every failure becomes ``ProviderError(detail, public_message=...)``: the detail names the
   upstream, status and an excerpt of its answer for the log; the public message is short and says
-  nothing about the deployment.
+  nothing about the deployment. The configured secrets (the ``api_key`` and header values of 8 or
+  more characters) are replaced by ``[redacted]`` in every detail, since an upstream's error body
+  may quote the key it refused.
 - **Closing.** The response is closed in a ``finally``: when the client hangs up, the cancellation or
   ``aclose()`` that reaches this generator closes the upstream connection at once.
 
@@ -25,18 +29,21 @@ split across reads in any way.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from pydantic_core import from_json, to_json
+from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
 from chatgate.errors import ProviderError
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
+from chatgate.strict_json import dump_json
 
 __all__ = [
     "INTERRUPTED",
@@ -57,6 +64,8 @@ RETRYABLE_STATUS = frozenset({429, 503, 529})  # 529: Anthropic's "overloaded"
 MAX_RETRY_AFTER = 20.0
 DRAIN_SECONDS = 1.0
 _EXCERPT = 500
+_MIN_SECRET = 8  # shorter header values (versions, content types) are not secrets worth garbling text for
+REDACTED = "[redacted]"
 
 Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
 """Turns the upstream's raw body chunks into run events (one provider's wire format)."""
@@ -112,9 +121,10 @@ class Upstream:
     headers: Mapping[str, str] = field(default_factory=dict)
     connect_timeout: float = 10.0
     first_token_timeout: float = 300.0
-    idle_timeout: float = 120.0
+    idle_timeout: float = 30.0
     retries: int = 2
     backoff: float = 0.5
+    secrets: tuple[str, ...] = ()
 
     @classmethod
     def from_config(
@@ -122,6 +132,7 @@ class Upstream:
     ) -> Upstream:
         """The endpoint ``url`` of provider ``name``: the kind's ``headers`` under the table's own."""
         timeouts = config.timeouts
+        secrets = {value for value in (config.api_key or "", *config.headers.values()) if len(value) >= _MIN_SECRET}
         return cls(
             client,
             name,
@@ -131,13 +142,20 @@ class Upstream:
             first_token_timeout=timeouts.first_token,
             idle_timeout=timeouts.idle,
             retries=config.retries,
+            secrets=tuple(sorted(secrets, key=len, reverse=True)),  # a secret inside another goes second
         )
+
+    def redact(self, text: str) -> str:
+        """``text`` with every configured secret replaced by ``[redacted]``."""
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
 
     async def stream(self, body: Mapping[str, Any], decode: Decoder) -> AsyncIterator[RunEvent]:
         """POST ``body`` and yield what ``decode`` makes of the streamed answer. See the module docstring."""
         watchdog = _Watchdog(self)
         try:
-            response = await self._open(to_json(body), watchdog)
+            response = await self._open(dump_json(body), watchdog)
             try:
                 reads = watchdog.reads(response)
                 events = decode(reads)
@@ -155,7 +173,13 @@ class Upstream:
             finally:
                 await response.aclose()
         except httpx.HTTPError as exc:
-            raise ProviderError(f"{self.name}: the stream broke: {exc!r}", public_message=INTERRUPTED) from exc
+            detail = self.redact(f"{self.name}: the stream broke: {exc!r}")
+            raise ProviderError(detail, public_message=INTERRUPTED) from exc
+        except ProviderError as exc:  # also the decoder's, e.g. an error event quoting the key
+            detail = self.redact(str(exc))
+            if detail == str(exc):
+                raise
+            raise ProviderError(detail, public_message=exc.public_message, retryable=exc.retryable) from None
         finally:
             watchdog.close()
 
@@ -176,6 +200,11 @@ class Upstream:
                 return outcome
             if not outcome.retryable or attempt >= self.retries:
                 raise outcome
+            if delay > MAX_RETRY_AFTER:
+                detail = (
+                    f"{outcome}; it asks to be retried after {delay:g}s, longer than we wait ({MAX_RETRY_AFTER:g}s)"
+                )
+                raise ProviderError(detail, public_message=outcome.public_message)
             delay = max(delay, self.backoff * 2**attempt)
             logger.warning("%s; retrying in %.1fs", outcome, delay)  # the detail already names the provider
             attempt += 1
@@ -187,25 +216,29 @@ class Upstream:
             response = await self.client.send(request, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             error = ProviderError(
-                f"{self.name}: cannot connect to {self.url}: {exc!r}",
+                self.redact(f"{self.name}: cannot connect to {self.url}: {exc!r}"),
                 public_message="The model provider could not be reached.",
                 retryable=True,
             )
             return error, 0.0
         except httpx.RemoteProtocolError as exc:  # e.g. a pooled keep-alive connection closed under us
-            error = ProviderError(f"{self.name}: no response: {exc!r}", public_message=INTERRUPTED, retryable=True)
+            detail = self.redact(f"{self.name}: no response: {exc!r}")
+            error = ProviderError(detail, public_message=INTERRUPTED, retryable=True)
             return error, 0.0
         except httpx.HTTPError as exc:
-            return ProviderError(f"{self.name}: request failed: {exc!r}", public_message=INTERRUPTED), 0.0
+            return ProviderError(self.redact(f"{self.name}: request failed: {exc!r}"), public_message=INTERRUPTED), 0.0
         if response.status_code < 300:
             return response, 0.0
+        longest = len(self.secrets[0]) if self.secrets else 0
         try:
-            excerpt = (await response.aread())[:_EXCERPT].decode("utf-8", "replace")
+            # Redact before cutting, so a secret straddling the cut cannot leave half of itself behind.
+            text = (await response.aread())[: _EXCERPT + longest].decode("utf-8", "replace")
+            excerpt = self.redact(text)[:_EXCERPT]
         except httpx.HTTPError:
             excerpt = "(unreadable body)"
         finally:
             await response.aclose()
-        return _status_error(self.name, response, excerpt), _retry_after(response)
+        return _status_error(self.name, response, excerpt, self.redact), _retry_after(response)
 
 
 async def _drain(reads: AsyncIterator[bytes]) -> None:
@@ -222,9 +255,9 @@ async def _drain(reads: AsyncIterator[bytes]) -> None:
         pass
 
 
-def _status_error(name: str, response: httpx.Response, excerpt: str) -> ProviderError:
+def _status_error(name: str, response: httpx.Response, excerpt: str, redact: Callable[[str], str]) -> ProviderError:
     status = response.status_code
-    detail = f"{name}: HTTP {status} from {response.request.url}: {excerpt}"
+    detail = f"{name}: HTTP {status} from {redact(str(response.request.url))}: {excerpt}"
     if status == 429:
         public = "The model provider is rate limiting requests; try again later."
     elif status in (503, 529):
@@ -237,12 +270,19 @@ def _status_error(name: str, response: httpx.Response, excerpt: str) -> Provider
 
 
 def _retry_after(response: httpx.Response) -> float:
-    """The upstream's ``Retry-After`` in seconds when it is short enough to wait for, else 0."""
+    """How long the upstream's ``Retry-After`` asks us to wait, in seconds (0 when it names no time)."""
+    value = response.headers.get("retry-after", "").strip()
     try:
-        seconds = float(response.headers.get("retry-after", "0"))
+        seconds = float(value)
     except ValueError:
-        return 0.0
-    return seconds if 0 < seconds <= MAX_RETRY_AFTER else 0.0
+        try:
+            when = email.utils.parsedate_to_datetime(value)  # the HTTP-date form
+        except (TypeError, ValueError):
+            return 0.0
+        if when.tzinfo is None:
+            return 0.0
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return seconds if seconds > 0 else 0.0  # NaN is 0; infinity is "longer than we wait"
 
 
 class _Watchdog:

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
-from pydantic_core import to_json
 
 from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
 from chatgate.errors import ProviderError
@@ -45,6 +44,7 @@ from chatgate.providers.base import ModelRequest
 from chatgate.providers.http import HTTPProvider, Upstream, malformed, ndjson_objects
 from chatgate.providers.parts import arguments_object, unsupported_file
 from chatgate.providers.spans import DeltaSpans
+from chatgate.strict_json import dump_json
 
 __all__ = ["OllamaProvider", "encode_messages"]
 
@@ -143,7 +143,7 @@ class OllamaProvider(HTTPProvider):
             raise malformed(self.name, f"a tool call without a function name: {call!r}")
         call_id = str(call.get("id") or new_id("call"))
         arguments = function.get("arguments") or {}
-        text = arguments if isinstance(arguments, str) else to_json(arguments).decode()
+        text = arguments if isinstance(arguments, str) else dump_json(arguments).decode()
         return ToolCallStart(call_id, function["name"]), ToolCallDelta(call_id, text), ToolCallEnd(call_id, text)
 
 

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
-from pydantic_core import to_json
 
 from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
 from chatgate.errors import ProviderError
@@ -47,6 +46,7 @@ from chatgate.providers.http import HTTPProvider, Upstream, malformed, parse_jso
 from chatgate.providers.parts import unsupported_file
 from chatgate.providers.spans import DeltaSpans
 from chatgate.run_input import ToolDefinition
+from chatgate.strict_json import dump_json
 
 __all__ = ["OpenAIProvider", "encode_messages"]
 
@@ -156,7 +156,7 @@ class OpenAIProvider(HTTPProvider):
         function = fragment.get("function") or {}
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
-            arguments = to_json(arguments).decode()  # a few servers send the object itself
+            arguments = dump_json(arguments).decode()  # a few servers send the object itself
         events: list[RunEvent] = []
         if not call.started and function.get("name"):
             call.started = True

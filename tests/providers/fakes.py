@@ -54,6 +54,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
 
 
 class FakeUpstream:
@@ -128,7 +129,7 @@ class FakeUpstream:
         method, path, _ = request_line.split(" ", 2)
         headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in header_lines)}
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.requests.append(Recorded(method, path, headers, json.loads(raw) if raw else None))
+        self.requests.append(Recorded(method, path, headers, json.loads(raw) if raw else None, raw))
         reply = self.replies[min(self._served, len(self.replies) - 1)]
         self._served += 1
 
