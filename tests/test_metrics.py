@@ -1,5 +1,6 @@
 """``GET /metrics`` after real streamed requests through a live chatgate to a fake upstream."""
 
+import time
 from collections.abc import Callable
 
 import httpx
@@ -150,3 +151,21 @@ def test_metrics_are_for_admin_callers_only_when_keys_are_in_use() -> None:
     finally:
         for server in servers:
             server.stop()
+
+
+def test_a_stream_the_client_abandons_is_closed_and_its_model_call_counted_as_cancelled(serve: Serve) -> None:
+    url = serve(make_config({"bot": {"model": "builtin:echo", "default": True, "model_settings": {"delay": 0.2}}}))
+    body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "one two three four"}]}
+    with httpx.stream("POST", f"{url}/ag-ui", json=body) as response:
+        for line in response.iter_lines():
+            if "TEXT_MESSAGE_CONTENT" in line:
+                assert value(samples(url), "chatgate_active_streams", protocol="ag-ui", agent="bot") == 1
+                break  # leave mid-answer: the response is closed at once
+    deadline = time.monotonic() + 5
+    while value(found := samples(url), "chatgate_active_streams", protocol="ag-ui", agent="bot") != 0:
+        assert time.monotonic() < deadline, "the abandoned stream was never closed"
+        time.sleep(0.05)
+    assert value(found, "chatgate_stream_events_count", protocol="ag-ui", agent="bot") == 1
+    labels = {"provider": "builtin", "agent": "bot"}
+    assert value(found, "chatgate_upstream_duration_seconds_count", **labels, error_kind="cancelled") == 1
+    assert value(found, "chatgate_upstream_errors_total", **labels, kind="other") == 0
