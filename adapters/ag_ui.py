@@ -91,6 +91,10 @@ class AgUiProtocol:
     route = "ag-ui"
     default_path = "/ag-ui"
 
+    def request_schema(self, ref_template: str) -> dict[str, Any]:
+        """The JSON schema of a request body, ``RunAgentInput`` (for ``GET /openapi.json``)."""
+        return wire.run_agent_input.json_schema(by_alias=True, ref_template=ref_template)
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``RunAgentInput`` body; 400 when it is not JSON, 422 naming each wrong field."""
         request = decode_body(body, wire.run_agent_input)

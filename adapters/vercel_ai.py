@@ -125,6 +125,10 @@ class VercelAIProtocol:
     route = "chat"
     default_path = "/api/chat"
 
+    def request_schema(self, ref_template: str) -> dict[str, Any]:
+        """The JSON schema of a request body, ``ChatRequest`` (for ``GET /openapi.json``)."""
+        return REQUEST.json_schema(by_alias=True, ref_template=ref_template)
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``DefaultChatTransport`` body; 400 for bad JSON, 422 naming a wrong field."""
         request = decode_body(body, REQUEST)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import logging.config
 import os
 import socket
 import sys
@@ -15,6 +16,7 @@ import uvicorn
 
 from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
+from chatgate.logs import logging_config
 
 __all__ = ["GracefulServer", "main"]
 
@@ -70,19 +72,22 @@ class GracefulServer(uvicorn.Server):
 def _serve(args: argparse.Namespace) -> int:
     from chatgate.server import create_app
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     path = args.config or os.environ.get("CHATGATE_CONFIG")
     try:
         config: Config = load_config(path) if path else default_config()
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    # One handler and format for chatgate's lines and uvicorn's, with the request id on each.
+    log_config = logging_config(config.server.log_format, args.log_level)
+    logging.config.dictConfig(log_config)
     app = create_app(config, config_path=Path(path) if path else None)
     settings = uvicorn.Config(
         app,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
+        log_config=log_config,
         proxy_headers=True,
         timeout_graceful_shutdown=config.server.shutdown_grace_seconds,
     )

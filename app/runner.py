@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
@@ -36,9 +37,11 @@ from chatgate.events import (
     ToolApprovalRequested,
     ToolDenied,
     ToolResult,
+    Usage,
 )
 from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
 from chatgate.ids import new_id
+from chatgate.metrics import Metrics
 from chatgate.policy import apply_system_prompt_policy
 from chatgate.prompts import PromptRenderError, RequestFacts
 from chatgate.providers import ModelRequest
@@ -58,6 +61,11 @@ def build_model_request(agent: Agent, run_input: RunInput, *, system_prompt: str
     ``system_prompt`` is this request's rendered prompt; without it a static prompt is used as is.
     Instructions go right after the leading system messages: they reach the model, never the history.
     """
+    return _model_request(agent, run_input, system_prompt)[0]
+
+
+def _model_request(agent: Agent, run_input: RunInput, system_prompt: str | None) -> tuple[ModelRequest, int]:
+    """The model request, and how many client system messages the policy removed."""
     config = agent.config
     if system_prompt is None and agent.prompt is not None and agent.prompt.is_static:
         system_prompt = agent.prompt.template
@@ -73,12 +81,13 @@ def build_model_request(agent: Agent, run_input: RunInput, *, system_prompt: str
     if instructions:
         head = next((i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages))
         messages = (*messages[:head], SystemMessage(instructions, id="instructions"), *messages[head:])
-    return ModelRequest(
+    request = ModelRequest(
         model=config.model_name,
         messages=messages,
         tools=_offered_tools(agent, run_input),
         settings=config.model_settings,
     )
+    return request, result.stripped
 
 
 def _instructions(agent: Agent, run_input: RunInput) -> str:
@@ -110,16 +119,16 @@ def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, .
 
 
 async def run_agent(
-    agent: Agent, run_input: RunInput, *, stopping: asyncio.Event | None = None
+    agent: Agent, run_input: RunInput, *, stopping: asyncio.Event | None = None, metrics: Metrics | None = None
 ) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
     Failures are logged here with their detail and reach the client only as a short message. Once
     ``stopping`` is set (the server is shutting down) the run ends at its next model event with a
-    ``RunFailed`` the client can act on, instead of being cut off.
+    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call.
     """
     try:
-        async with aclosing(_run(agent, run_input, stopping or asyncio.Event())) as events:
+        async with aclosing(_run(agent, run_input, stopping or asyncio.Event(), metrics)) as events:
             async for event in events:
                 yield event
     except ServerStopping:
@@ -143,10 +152,14 @@ class ServerStopping(Exception):
     """The server is shutting down: the run ends now, in protocol."""
 
 
-async def _run(agent: Agent, run_input: RunInput, stopping: asyncio.Event) -> AsyncGenerator[RunEvent, None]:
+async def _run(
+    agent: Agent, run_input: RunInput, stopping: asyncio.Event, metrics: Metrics | None
+) -> AsyncGenerator[RunEvent, None]:
     is_stopping = stopping.is_set
     system_prompt = await _render_prompt(agent, run_input)
-    request = build_model_request(agent, run_input, system_prompt=system_prompt)
+    request, stripped = _model_request(agent, run_input, system_prompt)
+    if metrics is not None:
+        metrics.count_stripped(agent.name, stripped)
     history = list(request.messages)
     if agent.server_tools:
         async for event in _settle_pending_calls(agent, run_input, history):
@@ -157,23 +170,36 @@ async def _run(agent: Agent, run_input: RunInput, stopping: asyncio.Event) -> As
         yield StepStarted(name)
         assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
         reason: FinishReason | None = None
+        meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
+        first_event_at: float | None = None
+        usage: Usage | None = None
+        failure: BaseException | None = None
         stream = agent.provider.stream(replace(request, messages=tuple(history)))
         try:
             async for event in stream:
                 if is_stopping():
                     raise ServerStopping
+                if first_event_at is None:
+                    first_event_at = time.perf_counter()
                 if type(event) is ModelFinished:
                     reason = event.reason
                     continue
+                if type(event) is Usage:
+                    usage = event
                 if assembler is not None:
                     assembler.feed(event)
                 yield event
+        except BaseException as exc:
+            failure = asyncio.CancelledError() if isinstance(exc, ServerStopping) else exc
+            raise
         finally:
             # Close the upstream now, not whenever the generator is collected: on a hang-up, a
             # shutdown or a failure, nobody should go on paying for tokens.
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+            if meter is not None:
+                meter.ended(first_event_at, usage, failure)
         if reason is None:
             raise ProviderError(
                 "the model stream ended without finishing", public_message="The model stream ended early."

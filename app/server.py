@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,8 +26,12 @@ from chatgate.agents import Agent, AgentRegistry
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
 from chatgate.files import check_files
+from chatgate.metrics import Metrics, metrics_endpoint
+from chatgate.observe import label_request, observe_request
+from chatgate.openapi import openapi_endpoint
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers.http import upstream_client
+from chatgate.readiness import add_check, readyz
 from chatgate.redis_client import connect_redis
 from chatgate.reload import ConfigWatcher
 from chatgate.run_input import RunInput
@@ -52,7 +57,10 @@ class ChatgateApp(Starlette):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Record the unwrapped ``send``, then handle the request as Starlette does."""
         scope[RAW_SEND_KEY] = send
-        await super().__call__(scope, receive, send)
+        if scope["type"] == "http":
+            await observe_request(scope, receive, send, super().__call__, self.state.metrics)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -73,7 +81,15 @@ def create_app(
         async with upstream_client() as http_client:
             # Redis is bound at start: a reload that changes redis_url takes effect on restart.
             app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
+            if app.state.redis is not None:
+                add_check(app, "redis", app.state.redis.ping)
             app.state.agents = AgentRegistry(config, http_client)
+            logger.info(
+                "config %s: agents %s (default: %s)",
+                config_path or "(built-in default)",
+                ", ".join(config.agents) or "none",
+                config.default_agent or "none",
+            )
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
@@ -95,6 +111,9 @@ def create_app(
 
     routes: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/openapi.json", openapi_endpoint(protocols), methods=["GET"]),
         Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
     ]
     for protocol in protocols:
@@ -115,6 +134,8 @@ def create_app(
     )
     # Set when the server starts shutting down (see app/cli.py): running streams then end in protocol.
     app.state.stopping = asyncio.Event()
+    app.state.metrics = Metrics()
+    app.state.readiness = []  # named dependency checks for /readyz (app/readiness.py)
     return app
 
 
@@ -154,17 +175,22 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
 
 def _chat_endpoint(protocol: UIProtocol) -> Any:
     async def chat(request: Request) -> Response:
+        started = time.perf_counter()
+        label_request(request.scope, protocol.name)
         registry: AgentRegistry = request.app.state.agents  # read once: a reload may swap it meanwhile
         agent = _resolve_agent(registry, request.path_params.get("agent"))
+        label_request(request.scope, protocol.name, agent.name)
         _check_content_type(request)
         settings = registry.config.server
         body = await _read_body(request, settings.max_body_bytes)
         run_input = _decode(protocol, body)
         check_files(run_input.messages, settings)
-        events = run_agent(agent, run_input, stopping=request.app.state.stopping)
+        metrics: Metrics = request.app.state.metrics
+        events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
         frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)
-        return EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds)  # type: ignore[return-value]
+        meter = metrics.stream(protocol.name, agent.name, started)
+        return EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds, meter=meter)  # type: ignore[return-value]
 
     return chat
 

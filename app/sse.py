@@ -3,7 +3,7 @@
 Three tasks race inside one task group, and whichever finishes first ends the others:
 
 - the body loop sends each pre-framed SSE chunk as it comes (one ASGI send per chunk, nothing else
-  on the hot path but a flag);
+  on the hot path but a flag and a count);
 - a disconnect watcher: when the client goes away it cancels the group, the body loop stops, and
   ``aclosing`` closes the event generator chain at once, which closes the upstream request;
 - a keepalive: after ``keepalive`` seconds with nothing sent it writes a ``: ping`` comment, which
@@ -15,11 +15,14 @@ Frames are LF-only (``data: ...\\n\\n``), as AG-UI 1.0 clients require; the adap
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 
 import anyio
 from starlette.types import Receive, Scope, Send
+
+from chatgate.metrics import StreamMeter
 
 __all__ = ["KEEPALIVE_FRAME", "RAW_SEND_KEY", "EventStreamResponse"]
 
@@ -34,7 +37,12 @@ class EventStreamResponse:
     """An ASGI response streaming SSE frames from ``chunks``. See the module docstring."""
 
     def __init__(
-        self, chunks: AsyncGenerator[bytes, None], headers: Mapping[str, str], *, keepalive: float = 15.0
+        self,
+        chunks: AsyncGenerator[bytes, None],
+        headers: Mapping[str, str],
+        *,
+        keepalive: float = 15.0,
+        meter: StreamMeter | None = None,
     ) -> None:
         self._chunks = chunks
         self._headers = [(b"content-type", b"text/event-stream")] + [
@@ -44,6 +52,9 @@ class EventStreamResponse:
         ]
         self._keepalive = keepalive
         self._sent = False
+        self._meter = meter
+        self._events = 0
+        self._first_event_at: float | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Stream the frames until they end or the client disconnects."""
@@ -51,23 +62,37 @@ class EventStreamResponse:
         # Starlette wraps ``send`` three times to learn whether a response has started; that is known
         # now, so the body goes straight to the server's own ``send`` when the app left it in scope.
         send = scope.get(RAW_SEND_KEY, send)
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
-            group.start_soon(self._send_keepalives, send)
-            try:
-                await self._send_body(send)
-            finally:
-                group.cancel_scope.cancel()
+        meter = self._meter
+        if meter is not None:
+            meter.opened()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
+                group.start_soon(self._send_keepalives, send)
+                try:
+                    await self._send_body(send)
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            if meter is not None:
+                meter.closed(self._events, self._first_event_at)
 
     async def _send_body(self, send: Send) -> None:
+        # Counted in a local and stored once at the end: nothing per event but an add and a compare.
+        count = 0
         try:
             async with aclosing(self._chunks) as chunks:
                 async for chunk in chunks:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     self._sent = True
+                    count += 1
+                    if count == 1:
+                        self._first_event_at = time.perf_counter()
         except Exception:
             # Adapters end their streams in-protocol; reaching here is a bug, so end the body cleanly.
             logger.exception("stream encoder failed")
+        finally:
+            self._events = count
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _send_keepalives(self, send: Send) -> None:

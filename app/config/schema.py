@@ -61,6 +61,7 @@ class ServerSettings(_Strict):
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     redis_failure: Literal["closed", "open"] = "closed"
+    log_format: Literal["text", "json"] = "text"
 
 
 class ServerToolConfig(_Strict):

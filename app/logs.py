@@ -1,0 +1,106 @@
+"""Log lines: the request id on every line of a request, and the text or JSON format of ``[server] log_format``.
+
+The request id lives in a context variable set for the duration of one request (see app/observe.py);
+``RequestIdFilter``, installed on the handlers, copies it onto every record as ``request_id`` (``-``
+outside a request), uvicorn's own lines included. ``logging_config`` is the ``dictConfig`` that
+``chatgate serve`` hands uvicorn, so chatgate's and uvicorn's lines share one handler and one format.
+
+Log lines name agents, runs, tools and counts; prompt and message text never appear at info level.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from contextvars import ContextVar
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "REQUEST_ID",
+    "JsonFormatter",
+    "LogFormat",
+    "RequestIdFilter",
+    "logging_config",
+    "new_request_id",
+    "valid_request_id",
+]
+
+LogFormat: TypeAlias = Literal["text", "json"]
+
+REQUEST_ID: ContextVar[str] = ContextVar("chatgate_request_id", default="-")
+"""The id of the request being handled, ``-`` outside one."""
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
+_WELL_FORMED = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
+def valid_request_id(value: str | None) -> bool:
+    """Whether a client's ``x-request-id`` is kept: 1 to 128 of ``A-Z a-z 0-9 . _ -``."""
+    return value is not None and _WELL_FORMED.fullmatch(value) is not None
+
+
+def new_request_id() -> str:
+    """A fresh request id: 32 hex digits."""
+    return uuid.uuid4().hex
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts the current request id on every record as ``record.request_id``; never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Add ``request_id`` (a record that already has one keeps it)."""
+        if not hasattr(record, "request_id"):
+            record.request_id = REQUEST_ID.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, request_id, and the traceback if any.
+
+    uvicorn's access lines also get ``method``, ``path`` and ``status`` as fields.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON."""
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", REQUEST_ID.get()),
+        }
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
+            _client, method, path, _version, status = record.args
+            entry.update(method=method, path=path, status=status)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def logging_config(log_format: LogFormat = "text", level: str = "INFO") -> dict[str, Any]:
+    """The ``logging.config.dictConfig`` for ``chatgate serve``: one stderr handler for every logger.
+
+    uvicorn's loggers lose their own handlers and propagate to it, so in ``json`` their lines are JSON too.
+    """
+    formatter: dict[str, Any] = {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": f"{__name__}.RequestIdFilter"}},
+        "formatters": {"chatgate": formatter},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "chatgate",
+                "filters": ["request_id"],
+            }
+        },
+        "root": {"handlers": ["stderr"], "level": level.upper()},
+        "loggers": {
+            name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+        },
+    }

@@ -1,0 +1,231 @@
+"""The Prometheus metrics of one app: what ``GET /metrics`` shows (every metric is in docs/observability.md).
+
+Each app owns its ``CollectorRegistry``, so several apps in one process (tests) never share counts.
+Nothing here runs per token: a stream counts its events in a local and records them once at its end,
+and a model call records its timings and usage once each.
+
+Where the OpenTelemetry GenAI semantic conventions define a measure, the metric follows its meaning
+and unit with a Prometheus-style name: ``gen_ai.client.token.usage`` is ``chatgate_model_tokens_total``
+(tokens), ``gen_ai.client.operation.duration`` is ``chatgate_upstream_duration_seconds`` and
+``gen_ai.server.time_to_first_token`` is ``chatgate_upstream_time_to_first_token_seconds`` (seconds).
+
+Labels are key ids, agent, provider and protocol names and short fixed kinds: never a secret or any
+text a client sent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+
+from chatgate.caller import Caller, caller_of
+from chatgate.errors import ProviderError, RequestError
+from chatgate.events import Usage
+
+__all__ = [
+    "CONTENT_TYPE",
+    "Metrics",
+    "ModelCallMeter",
+    "StreamMeter",
+    "error_kind",
+    "key_label",
+    "metrics_endpoint",
+    "metrics_of",
+]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+"""The content type of the text exposition format."""
+
+# Streams: from well under a second to a long tool-using run.
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_EVENT_BUCKETS = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+# ProviderError's public messages are the fixed set its raisers choose from; each maps to one kind.
+_ERROR_KINDS = {
+    "The model provider could not be reached.": "connect",
+    "The model provider is rate limiting requests; try again later.": "rate_limited",
+    "The model provider is overloaded; try again later.": "overloaded",
+    "The model provider failed.": "upstream_5xx",
+    "The model provider rejected the request.": "rejected",
+    "The model took too long to respond.": "timeout",
+    "The model stream was interrupted.": "interrupted",
+    "The model stream ended early.": "interrupted",
+}
+
+
+def error_kind(error: BaseException) -> str:
+    """The fixed ``kind`` label of an upstream failure (``other`` for one not in the known set)."""
+    if isinstance(error, ProviderError):
+        return _ERROR_KINDS.get(error.public_message, "other")
+    return "other"
+
+
+def key_label(caller: Caller) -> str:
+    """The ``key`` label of a caller: its key id, or ``""`` when no keys are configured."""
+    return caller.key_id or ""
+
+
+class Metrics:
+    """Every metric of one app, in its own registry. ``render()`` is the body of ``GET /metrics``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+        self.requests = Counter(
+            "chatgate_requests",
+            "HTTP requests answered, by protocol, agent, key and status (protocol and agent are empty off the "
+            "chat routes, and agent is empty when the request named no known agent)",
+            ["protocol", "agent", "key", "status"],
+            registry=registry,
+        )
+        self.active_streams = Gauge(
+            "chatgate_active_streams", "SSE streams open now", ["protocol", "agent"], registry=registry
+        )
+        self.stream_events = Histogram(
+            "chatgate_stream_events",
+            "SSE events sent per stream (recorded when the stream ends)",
+            ["protocol", "agent"],
+            buckets=_EVENT_BUCKETS,
+            registry=registry,
+        )
+        self.time_to_first_event = Histogram(
+            "chatgate_time_to_first_event_seconds",
+            "Seconds from a chat request arriving to its stream's first event being sent",
+            ["protocol", "agent"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.upstream_ttft = Histogram(
+            "chatgate_upstream_time_to_first_token_seconds",
+            "Seconds from starting a model call to its first event (OTel gen_ai.server.time_to_first_token)",
+            ["provider", "agent"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.upstream_duration = Histogram(
+            "chatgate_upstream_duration_seconds",
+            "Seconds one model call took, start to last event or failure (OTel gen_ai.client.operation.duration)",
+            ["provider", "agent", "error_kind"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.upstream_errors = Counter(
+            "chatgate_upstream_errors",
+            "Model calls that failed, by provider and kind",
+            ["provider", "agent", "kind"],
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "chatgate_model_tokens",
+            "Tokens the provider reported, by type input or output (OTel gen_ai.client.token.usage)",
+            ["provider", "agent", "type"],
+            registry=registry,
+        )
+        self.system_messages_stripped = Counter(
+            "chatgate_client_system_messages_stripped",
+            "Client system or developer messages removed under manage_system_prompt = 'server'",
+            ["agent"],
+            registry=registry,
+        )
+        self.rate_limited = Counter(
+            "chatgate_rate_limited_requests",
+            "Requests refused by a per-key limit, by key and limit (rpm or max_concurrent_streams)",
+            ["key", "limit"],
+            registry=registry,
+        )
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+    def count_rate_limited(self, caller: Caller, limit: str) -> None:
+        """Count one request refused by the per-key ``limit`` (``"rpm"`` or ``"max_concurrent_streams"``)."""
+        self.rate_limited.labels(key_label(caller), limit).inc()
+
+    def count_stripped(self, agent: str, count: int) -> None:
+        """Count ``count`` client system messages the policy removed for ``agent``."""
+        if count:
+            self.system_messages_stripped.labels(agent).inc(count)
+
+    def stream(self, protocol: str, agent: str, started: float) -> StreamMeter:
+        """The meter of one stream; ``started`` is when its request arrived (``time.perf_counter()``)."""
+        return StreamMeter(self, protocol, agent, started)
+
+    def model_call(self, provider: str, agent: str) -> ModelCallMeter:
+        """The meter of one model call, started now."""
+        return ModelCallMeter(self, provider, agent, time.perf_counter())
+
+
+@dataclass(slots=True)
+class StreamMeter:
+    """Records one SSE stream: opened, then its event count and first-event latency once, at its end."""
+
+    metrics: Metrics
+    protocol: str
+    agent: str
+    started: float
+
+    def opened(self) -> None:
+        """The stream's response has started."""
+        self.metrics.active_streams.labels(self.protocol, self.agent).inc()
+
+    def closed(self, events: int, first_event_at: float | None) -> None:
+        """The stream ended after ``events`` events; the first was sent at ``first_event_at`` (perf_counter)."""
+        metrics = self.metrics
+        metrics.active_streams.labels(self.protocol, self.agent).dec()
+        metrics.stream_events.labels(self.protocol, self.agent).observe(events)
+        if first_event_at is not None:
+            metrics.time_to_first_event.labels(self.protocol, self.agent).observe(first_event_at - self.started)
+
+
+@dataclass(slots=True)
+class ModelCallMeter:
+    """Records one model call once it is over: time to its first event, duration, outcome, token usage."""
+
+    metrics: Metrics
+    provider: str
+    agent: str
+    started: float
+
+    def ended(
+        self, first_event_at: float | None, usage: Usage | None = None, error: BaseException | None = None
+    ) -> None:
+        """The call is over: its first event came at ``first_event_at`` (perf_counter; None: none came).
+
+        ``error`` is why it stopped early: a ``ProviderError`` counts as an upstream error of its kind,
+        a cancellation (the client left, the server is stopping) only as a ``cancelled`` duration.
+        """
+        metrics = self.metrics
+        labels = (self.provider, self.agent)
+        if first_event_at is not None:
+            metrics.upstream_ttft.labels(*labels).observe(first_event_at - self.started)
+        if usage is not None:
+            metrics.tokens.labels(*labels, "input").inc(max(usage.input_tokens, 0))
+            metrics.tokens.labels(*labels, "output").inc(max(usage.output_tokens, 0))
+        if error is None:
+            kind = ""
+        elif isinstance(error, Exception):
+            kind = error_kind(error)
+            metrics.upstream_errors.labels(*labels, kind).inc()
+        else:
+            kind = "cancelled"
+        metrics.upstream_duration.labels(*labels, kind).observe(time.perf_counter() - self.started)
+
+
+def metrics_of(app: Starlette) -> Metrics:
+    """The metrics of ``app`` (for other layers, e.g. the access layer counting rate-limited requests)."""
+    metrics: Metrics = app.state.metrics
+    return metrics
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    """``GET /metrics``: open when no keys are configured (every caller is admin), else admin keys only."""
+    if not caller_of(request).admin:
+        raise RequestError(403, "forbidden", "only admin keys may read /metrics")
+    return Response(metrics_of(request.app).render(), media_type=CONTENT_TYPE)

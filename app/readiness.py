@@ -1,0 +1,62 @@
+"""``GET /readyz``: whether this replica can serve, asking every configured dependency.
+
+``app.state.readiness`` is a list of named checks; the app adds one per dependency it is configured
+with (Redis now; the conversation store adds its own the same way: ``add_check(app, "store", ping)``).
+A check passes when its coroutine returns; it fails when it raises or does not answer within
+``CHECK_TIMEOUT`` seconds. The checks run concurrently. The answer names what is down, never why:
+the detail (which may hold a host name) goes to the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+__all__ = ["CHECK_TIMEOUT", "ReadinessCheck", "add_check", "readyz"]
+
+logger = logging.getLogger("chatgate.readiness")
+
+CHECK_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReadinessCheck:
+    """One dependency: its name in the answer, and a coroutine function that raises when it is down."""
+
+    name: str
+    check: Callable[[], Awaitable[Any]]
+
+
+def add_check(app: Starlette, name: str, check: Callable[[], Awaitable[Any]]) -> None:
+    """Make ``/readyz`` also ask ``check`` (e.g. a ping) under ``name``."""
+    app.state.readiness.append(ReadinessCheck(name, check))
+
+
+async def _passes(check: ReadinessCheck) -> bool:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            await check.check()
+    except Exception as exc:
+        logger.warning("readiness: %s is down: %s: %s", check.name, type(exc).__name__, exc)
+        return False
+    return True
+
+
+async def readyz(request: Request) -> Response:
+    """200 ``{"status": "ready"}``, or 503 ``{"status": "not ready", "down": [names]}``."""
+    state = request.app.state
+    if getattr(state, "agents", None) is None:
+        return JSONResponse({"status": "not ready", "down": ["config"]}, status_code=503)
+    checks: list[ReadinessCheck] = list(getattr(state, "readiness", ()))
+    results = await asyncio.gather(*(_passes(check) for check in checks))
+    down = [check.name for check, passed in zip(checks, results, strict=True) if not passed]
+    if down:
+        return JSONResponse({"status": "not ready", "down": down}, status_code=503)
+    return JSONResponse({"status": "ready", "checked": [check.name for check in checks]})
