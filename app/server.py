@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.agents import Agent, AgentRegistry
+from chatgate.approval_setup import app_approvals
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
 from chatgate.files import check_files
@@ -72,11 +73,13 @@ def create_app(
         async with upstream_client() as http_client:
             # Redis is bound at start: a reload that changes redis_url takes effect on restart.
             app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
-            app.state.agents = AgentRegistry(config, http_client)
+            # The approval ledger and fallback secret belong to the app, so they outlive reloads.
+            approvals = app.state.approvals = app_approvals(config, app.state.redis)
+            app.state.agents = AgentRegistry(config, http_client, approvals)
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
-                app.state.agents = AgentRegistry(new_config, http_client)
+                app.state.agents = AgentRegistry(new_config, http_client, approvals)
 
             watcher = ConfigWatcher(config_path, apply) if config_path is not None else None
             app.state.config_watcher = watcher
