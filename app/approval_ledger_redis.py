@@ -69,7 +69,10 @@ class RedisApprovalLedger:
         text = existing.decode() if isinstance(existing, bytes) else str(existing)
         if text.startswith(_PENDING):
             return Pending()
-        return Settled(outcome_from_json(text))
+        try:
+            return Settled(outcome_from_json(text))
+        except (ValueError, KeyError, TypeError) as exc:  # not written by chatgate: refuse to act on it
+            raise ApprovalLedgerError(f"redis: unreadable approval entry: {exc}") from exc
 
     async def record(self, claim: Claimed, outcome: ApprovalOutcome) -> None:
         """Replace this request's pending claim with the outcome."""
