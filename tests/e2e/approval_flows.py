@@ -12,7 +12,19 @@ from typing import Any
 
 import httpx
 
-__all__ = ["PROTOCOLS", "Paused", "answer", "answer_body", "ask", "events_of", "executions", "route"]
+from tests.conftest import run_node_client
+
+__all__ = [
+    "PROTOCOLS",
+    "Paused",
+    "answer",
+    "answer_body",
+    "answer_with_real_client",
+    "ask",
+    "events_of",
+    "executions",
+    "route",
+]
 
 PROTOCOLS = ["ag-ui", "chat-v6"]
 
@@ -102,6 +114,20 @@ def answer(base: str, paused: Paused, agent: str, token: str | None = None) -> l
     """Send the approval to ``agent`` and return the answer's events."""
     body = answer_body(paused, token)
     return events_of(httpx.post(route(base, paused.protocol, agent), json=body, timeout=30))
+
+
+def answer_with_real_client(base: str, paused: Paused, agent: str) -> list[dict[str, Any]]:
+    """Send the approval with the real client (``@ag-ui/client``, or ``ai`` 6), which checks every event."""
+    body = answer_body(paused)
+    url = route(base, paused.protocol, agent)
+    if paused.protocol == "ag-ui":
+        result = run_node_client("ag_ui_run.mjs", {"url": url, "input": body})
+        events: list[dict[str, Any]] = result["events"]
+        return events
+    chunks: list[dict[str, Any]] = run_node_client("vercel_ai_run.mjs", {"url": url, "version": 6, "body": body})[
+        "chunks"
+    ]
+    return chunks
 
 
 def tool_outputs(events: list[dict[str, Any]]) -> list[str]:

@@ -6,6 +6,7 @@ Both protocols (AG-UI and useChat v6) over raw HTTP against live servers, with b
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +18,17 @@ import pytest
 from chatgate.config import Config, load_config
 from chatgate.server import create_app
 from tests.conftest import LiveServer, make_config
-from tests.e2e.approval_flows import PROTOCOLS, answer, answer_body, ask, events_of, executions, route, tool_outputs
+from tests.e2e.approval_flows import (
+    PROTOCOLS,
+    answer,
+    answer_body,
+    answer_with_real_client,
+    ask,
+    events_of,
+    executions,
+    route,
+    tool_outputs,
+)
 
 Serve = Callable[[Config], str]
 SECRET = "a-secret-of-enough-length"
@@ -76,6 +87,29 @@ async def test_twenty_concurrent_replays_run_the_tool_once(serve: Serve, protoco
     assert all(len(output) == 1 for output in outputs)
     assert sum(output == ["recorded ran"] for output in outputs) >= 1
     assert {output[0] for output in outputs} <= {"recorded ran", ALREADY_ANSWERING}
+
+
+def test_a_replay_through_the_real_clients_gets_the_first_outcome(serve: Serve, protocol: str, tmp_path: Path) -> None:
+    base, log = serve(config()), tmp_path / "runs.log"
+    paused = ask(base, protocol, "ops", {"path": str(log)})
+    assert tool_outputs(answer_with_real_client(base, paused, "ops")) == ["recorded ran"]
+    assert tool_outputs(answer_with_real_client(base, paused, "ops")) == ["recorded ran"]
+    assert executions(log) == 1
+
+
+def test_a_client_hanging_up_mid_tool_leaves_the_outcome_for_its_retry(
+    serve: Serve, protocol: str, tmp_path: Path
+) -> None:
+    base, log = serve(config()), tmp_path / "runs.log"
+    paused = ask(base, protocol, "ops", {"path": str(log), "seconds": 1})
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up while the tool runs, and hangs up
+        httpx.post(route(base, protocol, "ops"), json=answer_body(paused), timeout=0.3)
+    deadline = time.monotonic() + 10
+    while executions(log) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the outcome is recorded right after the tool returns
+    assert tool_outputs(answer(base, paused, "ops")) == ["recorded ran"]
+    assert executions(log) == 1
 
 
 def test_a_token_issued_by_one_agent_runs_nothing_on_another(serve: Serve, protocol: str, tmp_path: Path) -> None:
