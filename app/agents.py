@@ -100,11 +100,14 @@ def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
 class AgentRegistry:
     """The agents of one config, looked up by name; the default agent serves the short routes.
 
-    ``approvals`` is the app's (one per app, outliving reloads); by default the registry has its own.
+    ``approvals`` is the app's (one per app, outliving reloads): building a registry with it warns when
+    the config has approvals to answer and no shared ledger. By default the registry has its own.
     """
 
     def __init__(self, config: Config, http_client: httpx.AsyncClient, approvals: AppApprovals | None = None) -> None:
         self.config = config
+        if approvals is not None:
+            approvals.warn_if_unshared(config)
         kept = approvals if approvals is not None else AppApprovals()
         signer = kept.signer(config)
         self._agents: Mapping[str, Agent] = {

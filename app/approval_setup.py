@@ -34,15 +34,18 @@ class AppApprovals:
         secret = config.server.approval_secret
         return ApprovalSigner(secret.encode() if secret else self.fallback_secret)
 
+    def warn_if_unshared(self, config: Config) -> None:
+        """Say loudly that approvals are single-use per process only, if ``config`` has any to answer."""
+        if not isinstance(self.ledger, MemoryApprovalLedger):
+            return
+        if any(tool.requires_approval for agent in config.agents.values() for tool in agent.tools.values()):
+            logger.warning(
+                "APPROVALS ARE SINGLE-USE ONLY WITHIN THIS PROCESS: no [server] redis_url is set, so the ledger "
+                "of answered approvals lives in this process's memory. A deployment with several processes or "
+                "replicas must set redis_url, or an approval can run its tool once in each process."
+            )
 
-def app_approvals(config: Config, redis_client: redis.Redis | None) -> AppApprovals:
-    """The app's approvals: in Redis when there is one, else in this process (said loudly if it matters)."""
-    if redis_client is not None:
-        return AppApprovals(RedisApprovalLedger(redis_client))
-    if any(tool.requires_approval for agent in config.agents.values() for tool in agent.tools.values()):
-        logger.warning(
-            "APPROVALS ARE SINGLE-USE ONLY WITHIN THIS PROCESS: no [server] redis_url is set, so the ledger of "
-            "answered approvals lives in this process's memory. A deployment with several processes or "
-            "replicas must set redis_url, or an approval can run its tool once in each process."
-        )
-    return AppApprovals()
+
+def app_approvals(redis_client: redis.Redis | None) -> AppApprovals:
+    """The app's approvals: the ledger in Redis when there is one, else in this process."""
+    return AppApprovals(RedisApprovalLedger(redis_client)) if redis_client is not None else AppApprovals()

@@ -74,7 +74,7 @@ def create_app(
             # Redis is bound at start: a reload that changes redis_url takes effect on restart.
             app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
             # The approval ledger and fallback secret belong to the app, so they outlive reloads.
-            approvals = app.state.approvals = app_approvals(config, app.state.redis)
+            approvals = app.state.approvals = app_approvals(app.state.redis)
             app.state.agents = AgentRegistry(config, http_client, approvals)
 
             def apply(new_config: Config) -> None:

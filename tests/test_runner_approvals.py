@@ -5,6 +5,7 @@ import logging
 from contextlib import aclosing
 
 import pytest
+import redis.asyncio as redis
 
 from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claim, Claimed, MemoryApprovalLedger
 from chatgate.approval_setup import app_approvals
@@ -98,10 +99,14 @@ async def test_a_client_hanging_up_mid_tool_still_records_the_outcome() -> None:
     assert RUNS == ["/tmp/x"]
 
 
-def test_without_redis_a_config_with_approvals_warns_at_start(caplog: pytest.LogCaptureFixture) -> None:
+def test_without_redis_a_config_with_approvals_warns_at_start_and_on_reload(caplog: pytest.LogCaptureFixture) -> None:
     tools = {"t": {"function": "tests.sample_tools:record", "requires_approval": True}}
+    approvals = app_approvals(None)
     with caplog.at_level(logging.WARNING, logger="chatgate.approvals"):
-        app_approvals(make_config({"plain": {"model": "builtin:echo"}}), None)
+        approvals.warn_if_unshared(make_config({"plain": {"model": "builtin:echo"}}))
         assert caplog.text == ""
-        app_approvals(make_config({"ops": {"model": "builtin:echo", "tools": tools}}), None)
+        shared = app_approvals(redis.Redis.from_url("redis://127.0.0.1:1/0"))  # never connects here
+        shared.warn_if_unshared(make_config({"ops": {"model": "builtin:echo", "tools": tools}}))
+        assert caplog.text == ""
+        approvals.warn_if_unshared(make_config({"ops": {"model": "builtin:echo", "tools": tools}}))
     assert "APPROVALS ARE SINGLE-USE ONLY WITHIN THIS PROCESS" in caplog.text
