@@ -9,9 +9,10 @@ from typing import TypeAlias
 
 import httpx
 
-from chatgate.approvals import ApprovalSigner
+from chatgate.approval_ledger import ApprovalLedger, ApprovalOutcome, MemoryApprovalLedger
+from chatgate.approval_setup import AppApprovals
+from chatgate.approvals import ApprovalSigner, new_secret
 from chatgate.config import AgentConfig, Config
-from chatgate.events import ToolDenied, ToolResult
 from chatgate.operator_code import make_importable
 from chatgate.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.providers import Provider, build_provider
@@ -20,8 +21,8 @@ from chatgate.tools import ServerTool, import_function
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "prompt_template"]
 
-ToolOutcomeEvent: TypeAlias = ToolResult | ToolDenied
-"""What an answered approval produced; remembered so a replayed approval does not run a tool twice."""
+ToolOutcomeEvent: TypeAlias = ApprovalOutcome
+"""What an answered approval produced; recorded so a replayed approval does not run a tool twice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,10 @@ class Agent:
 
     ``server_tools`` run inside chatgate; ``client_tools`` are tools the frontend runs that the agent
     declares itself (useChat requests carry no tool definitions). ``approvals`` signs and checks the
-    tokens of tool calls that wait for a human. ``prompt`` is the system prompt, rendered per request;
-    by default it is built from ``config`` with paths relative to the working directory.
+    tokens of tool calls that wait for a human; ``approval_ledger`` (the app's, shared by every agent
+    and kept across reloads) makes each token run its tool at most once. ``prompt`` is the system
+    prompt, rendered per request; by default it is built from ``config`` with paths relative to the
+    working directory.
     """
 
     name: str
@@ -40,7 +43,8 @@ class Agent:
     server_tools: Mapping[str, ServerTool] = field(default_factory=dict)
     client_tools: tuple[ToolDefinition, ...] = ()
     max_steps: int = 10
-    approvals: ApprovalSigner[ToolOutcomeEvent] = field(default_factory=ApprovalSigner)
+    approvals: ApprovalSigner = field(default_factory=lambda: ApprovalSigner(new_secret()))
+    approval_ledger: ApprovalLedger = field(default_factory=MemoryApprovalLedger)
     prompt: PromptTemplate | None = None
 
     def __post_init__(self) -> None:
@@ -97,12 +101,18 @@ def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
 
 
 class AgentRegistry:
-    """The agents of one config, looked up by name; the default agent serves the short routes."""
+    """The agents of one config, looked up by name; the default agent serves the short routes.
 
-    def __init__(self, config: Config, http_client: httpx.AsyncClient) -> None:
+    ``approvals`` is the app's (one per app, outliving reloads): building a registry with it warns when
+    the config has approvals to answer and no shared ledger. By default the registry has its own.
+    """
+
+    def __init__(self, config: Config, http_client: httpx.AsyncClient, approvals: AppApprovals | None = None) -> None:
         self.config = config
-        secret = config.server.approval_secret
-        approvals: ApprovalSigner[ToolOutcomeEvent] = ApprovalSigner(secret.encode() if secret else None)
+        if approvals is not None:
+            approvals.warn_if_unshared(config)
+        kept = approvals if approvals is not None else AppApprovals()
+        signer = kept.signer(config)
         self._agents: Mapping[str, Agent] = {
             name: Agent(
                 name,
@@ -111,7 +121,8 @@ class AgentRegistry:
                 server_tools=_server_tools(agent, config.base_dir),
                 client_tools=_client_tools(agent),
                 max_steps=agent.max_steps,
-                approvals=approvals,
+                approvals=signer,
+                approval_ledger=kept.ledger,
                 prompt=prompt_template(agent, config.base_dir),
             )
             for name, agent in config.agents.items()

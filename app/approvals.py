@@ -1,14 +1,16 @@
 """Approval tokens for tools that need a human's yes: honoured only for calls the server requested.
 
-When a tool marked ``requires_approval`` is called, the run pauses and the client is given a token: the
-time it was issued and an HMAC over that time, the tool call's id, the tool's name and its arguments,
-keyed by a server secret. An approval that comes back later is honoured only if its token matches the
-call it names and is younger than ``ttl``, so a client can neither invent an approval, nor change the
-arguments of one, nor keep one for later, and the server needs no state between the two requests.
+When a tool marked ``requires_approval`` is called, the run pauses and the client is given a token:
+``apr_<issue time>_<mac>``, where the issue time is Unix seconds in lowercase hex without leading zeros
+and the mac is an unpadded base64url HMAC-SHA256, keyed by a server secret, over the agent's name, the
+tool call's id, the tool's name, its canonical arguments and the issue time. An approval that comes back
+later is honoured only if its token has exactly that one spelling, matches the call it names on the
+agent it is sent to, and is younger than ``ttl``: a client can neither invent an approval, nor change the
+arguments of one, nor move it to another agent, nor keep it for later.
 
-A token answered once is remembered (in this process, until it expires) with the outcome it produced,
-so a client that sends the same approval again, such as a retry after a dropped connection, gets that
-outcome again instead of running the tool twice.
+A token has one spelling only, so the ledger of answered approvals (app/approval_ledger.py), keyed on the
+token, cannot be walked around by writing the same token differently. Nothing here ever raises on what a
+client sends: a malformed token, or arguments holding a lone surrogate, simply does not verify.
 """
 
 from __future__ import annotations
@@ -17,76 +19,74 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-__all__ = ["ApprovalSigner", "canonical_arguments"]
+__all__ = ["TOKEN_TTL", "ApprovalSigner", "canonical_arguments", "is_canonical_token", "new_secret"]
 
-T = TypeVar("T")
+TOKEN_TTL = 3600.0
+"""Seconds an approval token is honoured after it was issued."""
+
+# 1 to 16 lowercase hex digits, the first not 0; then the 43 characters of an unpadded 32-byte base64url mac.
+_TOKEN = re.compile(r"apr_([1-9a-f][0-9a-f]{0,15})_([A-Za-z0-9_-]{43})", re.ASCII)
+
+
+def new_secret() -> bytes:
+    """A random signing key, for a process whose config sets no ``approval_secret``."""
+    return secrets.token_bytes(32)
+
+
+def is_canonical_token(token: object) -> bool:
+    """Whether ``token`` is spelled the one way this server spells tokens (its mac is not checked)."""
+    return isinstance(token, str) and _TOKEN.fullmatch(token) is not None
 
 
 def canonical_arguments(arguments: str | Any) -> str:
-    """One spelling of a JSON value, so a round trip through a client cannot change the signature.
+    """One ASCII spelling of a JSON value, so a round trip through a client cannot change the signature.
 
-    Accepts the model's argument text or an already-parsed value; text that is not JSON is used as is.
+    Accepts the model's argument text or an already-parsed value; text that is not JSON is kept as a
+    JSON string. Never raises: lone surrogates are written as ``\\ud800`` escapes.
     """
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
-            return arguments
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
+            return json.dumps(["text", arguments], ensure_ascii=True)
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(["repr", repr(arguments)], ensure_ascii=True)
 
 
-class ApprovalSigner(Generic[T]):
-    """Makes and checks approval tokens with one secret (random per process unless configured).
+class ApprovalSigner:
+    """Makes and checks approval tokens with one secret; it keeps no state between requests."""
 
-    ``T`` is whatever outcome the caller remembers for a settled token.
-    """
-
-    def __init__(
-        self, secret: bytes | None = None, *, ttl: float = 3600.0, clock: Callable[[], float] = time.time
-    ) -> None:
-        self._secret = secret or secrets.token_bytes(32)
-        self._ttl = ttl
+    def __init__(self, secret: bytes, *, ttl: float = TOKEN_TTL, clock: Callable[[], float] = time.time) -> None:
+        self._secret = secret
+        self.ttl = ttl
         self._clock = clock
-        self._settled: dict[str, tuple[float, T]] = {}
 
-    def token(self, tool_call_id: str, tool_name: str, arguments: str | Any) -> str:
-        """The token for this exact call, issued now."""
-        issued = int(self._clock())
-        return f"apr_{issued:x}_{self._mac(issued, tool_call_id, tool_name, arguments)}"
+    def token(self, agent: str, tool_call_id: str, tool_name: str, arguments: str | Any) -> str:
+        """The token for this exact call on ``agent``, issued now."""
+        issued = max(1, int(self._clock()))
+        return f"apr_{issued:x}_{self._mac(issued, agent, tool_call_id, tool_name, arguments)}"
 
-    def verify(self, token: str, tool_call_id: str, tool_name: str, arguments: str | Any) -> bool:
-        """Whether ``token`` was made by this server, for exactly this call, less than ``ttl`` ago."""
-        prefix, _, rest = token.partition("_")
-        issued_hex, _, mac = rest.partition("_")
-        try:
-            issued = int(issued_hex, 16)
-        except ValueError:
+    def verify(self, token: str, agent: str, tool_call_id: str, tool_name: str, arguments: str | Any) -> bool:
+        """Whether ``token`` is canonical, made by this server for exactly this call, and not expired."""
+        match = _TOKEN.fullmatch(token) if isinstance(token, str) else None
+        if match is None:
             return False
-        if prefix != "apr" or not 0 <= self._clock() - issued <= self._ttl:
+        issued = int(match[1], 16)
+        if not 0 <= self._clock() - issued <= self.ttl:
             return False
-        return hmac.compare_digest(mac, self._mac(issued, tool_call_id, tool_name, arguments))
+        return hmac.compare_digest(match[2], self._mac(issued, agent, tool_call_id, tool_name, arguments))
 
-    def settled(self, token: str) -> T | None:
-        """The outcome a token already produced in this process, if it is still remembered."""
-        self._forget_expired()
-        entry = self._settled.get(token)
-        return entry[1] if entry is not None else None
-
-    def settle(self, token: str, outcome: T) -> None:
-        """Remember what ``token`` produced, so a replay gets the same outcome until the token expires."""
-        self._settled[token] = (self._clock() + self._ttl, outcome)
-
-    def _forget_expired(self) -> None:
-        now = self._clock()
-        for token in [token for token, (expires, _) in self._settled.items() if expires < now]:
-            del self._settled[token]
-
-    def _mac(self, issued: int, tool_call_id: str, tool_name: str, arguments: str | Any) -> str:
-        message = "\x1f".join((str(issued), tool_call_id, tool_name, canonical_arguments(arguments))).encode()
+    def _mac(self, issued: int, agent: str, tool_call_id: str, tool_name: str, arguments: str | Any) -> str:
+        # A JSON array keeps the fields apart whatever they contain; ensure_ascii makes it encodable.
+        fields = ["chatgate-approval-1", agent, tool_call_id, tool_name, canonical_arguments(arguments), issued]
+        message = json.dumps(fields, ensure_ascii=True).encode("ascii")
         digest = hmac.new(self._secret, message, hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")

@@ -4,7 +4,9 @@ A run is a loop of model calls ("steps"). After a call that ends in tool calls:
 
 - server tools run here and their results go back to the model in the next step;
 - a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a token
-  signed over the exact call); the next request's approval runs it or reports it denied;
+  signed over the agent and the exact call); the next request's approval runs it or reports it denied,
+  once: the approval is claimed in the app's ledger first (app/approval_ledger.py), and a replay gets
+  the first outcome, or is told it is already being answered, without the tool running again;
 - a tool the frontend runs ends the run, and the client's next request carries the result.
 
 Only calls the server itself saw the model make in this run, or that carry a valid approval token, are
@@ -21,6 +23,7 @@ from contextlib import aclosing
 from dataclasses import replace
 
 from chatgate.agents import Agent
+from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.assembly import MessageAssembler
 from chatgate.errors import ProviderError
 from chatgate.events import (
@@ -47,12 +50,17 @@ from chatgate.prompts import PromptRenderError, RequestFacts
 from chatgate.providers import ModelRequest
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 
-__all__ = ["NOT_RUN", "SHUTTING_DOWN", "build_model_request", "run_agent"]
+__all__ = ["ALREADY_ANSWERING", "APPROVALS_UNAVAILABLE", "NOT_RUN", "SHUTTING_DOWN", "build_model_request", "run_agent"]
 
 logger = logging.getLogger("chatgate.runner")
 
 NOT_RUN = "This tool call was not run: the server has no record of making it."
 SHUTTING_DOWN = "The server is restarting; please try again."
+ALREADY_ANSWERING = "This approval is already being answered by another request; the tool was not run again."
+APPROVALS_UNAVAILABLE = "Approvals cannot be checked right now; please try again."
+
+# Tool runs for a claimed approval, kept referenced until they have recorded their outcome.
+_answering: set[asyncio.Task[ApprovalOutcome]] = set()
 
 
 def build_model_request(agent: Agent, run_input: RunInput, *, system_prompt: str | None = None) -> ModelRequest:
@@ -218,7 +226,7 @@ async def _run(
                 paused = True  # the frontend runs this one; its result comes with the next request
             elif tool.requires_approval:
                 paused = True
-                token = agent.approvals.token(call.tool_call_id, call.name, call.arguments)
+                token = agent.approvals.token(agent.name, call.tool_call_id, call.name, call.arguments)
                 yield ToolApprovalRequested(call.tool_call_id, call.name, token)
             else:
                 result = await _call(agent, call)
@@ -240,8 +248,9 @@ async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list
     """Give every unanswered server tool call in the history a result before the model is called.
 
     A call with a valid approval runs, or is reported denied, and the client sees the outcome; the same
-    approval sent again gets the same outcome without running the tool again. Any other call never
-    runs: the model is told so, and the client, which never saw it run, is told nothing.
+    approval sent again, at once or later, gets the first outcome (or ``ALREADY_ANSWERING``) without
+    the tool running again. Any other call never runs: the model is told so, and the client, which never
+    saw it run, is told nothing.
     """
     answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
     last_assistant = next((m for m in reversed(history) if isinstance(m, AssistantMessage)), None)
@@ -257,12 +266,7 @@ async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list
         if approval is None:
             history.insert(insert_at, ToolMessage(call.tool_call_id, NOT_RUN, is_error=True))
         else:
-            event = agent.approvals.settled(approval.approval_id)  # a replayed approval: same outcome
-            if event is None:
-                event = (
-                    await _call(agent, call) if approval.approved else ToolDenied(call.tool_call_id, approval.reason)
-                )
-                agent.approvals.settle(approval.approval_id, event)
+            event = await _answer(agent, call, approval)
         if event is not None:
             history.insert(insert_at, _as_message(event))
             yield event
@@ -273,11 +277,44 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
     for approval in run_input.approvals:
         if approval.tool_call_id not in (None, call.tool_call_id):
             continue
-        if agent.approvals.verify(approval.approval_id, call.tool_call_id, call.name, call.arguments):
+        if agent.approvals.verify(approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments):
             return approval
         if approval.tool_call_id == call.tool_call_id:
             logger.warning("agent %r: refused a forged approval for tool call %r", agent.name, call.tool_call_id)
     return None
+
+
+async def _answer(agent: Agent, call: ToolCallPart, approval: ApprovalResponse) -> ApprovalOutcome:
+    """Claim the approval, then run the tool (or deny it), then record the outcome; or the first outcome."""
+    try:
+        claim = await agent.approval_ledger.claim(approval.approval_id)
+    except ApprovalLedgerError as exc:
+        logger.error(
+            "agent %r: approval ledger unavailable, tool call %r not run: %s", agent.name, call.tool_call_id, exc
+        )
+        raise RunError(APPROVALS_UNAVAILABLE) from exc
+    if isinstance(claim, Settled):
+        return claim.outcome
+    if isinstance(claim, Pending):
+        logger.warning("agent %r: approval for tool call %r is already being answered", agent.name, call.tool_call_id)
+        return ToolResult(call.tool_call_id, ALREADY_ANSWERING, is_error=True)
+    # Shielded: a client hanging up mid-tool must not stop the outcome being recorded for its replay.
+    task = asyncio.ensure_future(_run_and_record(agent, call, approval, claim))
+    _answering.add(task)
+    task.add_done_callback(_answering.discard)
+    return await asyncio.shield(task)
+
+
+async def _run_and_record(
+    agent: Agent, call: ToolCallPart, approval: ApprovalResponse, claim: Claimed
+) -> ApprovalOutcome:
+    outcome = await _call(agent, call) if approval.approved else ToolDenied(call.tool_call_id, approval.reason)
+    try:
+        await agent.approval_ledger.record(claim, outcome)
+    except ApprovalLedgerError as exc:
+        # The claim stays pending until it expires: replays are told it is being answered, never re-run.
+        logger.error("agent %r: outcome of tool call %r not recorded: %s", agent.name, call.tool_call_id, exc)
+    return outcome
 
 
 async def _call(agent: Agent, call: ToolCallPart) -> ToolResult:

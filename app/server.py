@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.agents import Agent, AgentRegistry
+from chatgate.approval_setup import app_approvals
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
 from chatgate.files import check_files
@@ -83,7 +84,9 @@ def create_app(
             app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
             if app.state.redis is not None:
                 add_check(app, "redis", app.state.redis.ping)
-            app.state.agents = AgentRegistry(config, http_client)
+            # The approval ledger and fallback secret belong to the app, so they outlive reloads.
+            approvals = app.state.approvals = app_approvals(app.state.redis)
+            app.state.agents = AgentRegistry(config, http_client, approvals)
             logger.info(
                 "config %s: agents %s (default: %s)",
                 config_path or "(built-in default)",
@@ -93,7 +96,7 @@ def create_app(
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
-                app.state.agents = AgentRegistry(new_config, http_client)
+                app.state.agents = AgentRegistry(new_config, http_client, approvals)
 
             watcher = ConfigWatcher(config_path, apply, config=config) if config_path is not None else None
             app.state.config_watcher = watcher

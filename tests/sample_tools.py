@@ -28,3 +28,11 @@ def slow(seconds: float) -> str:
 
 
 NOT_CALLABLE = 42
+
+
+def record(path: str, tag: str = "ran", note: str = "", seconds: float = 0) -> str:
+    """Appends one line to a file (after ``seconds``): the approval tests count lines to count executions."""
+    time.sleep(seconds)
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(tag + "\n")
+    return f"recorded {tag}"

@@ -1,4 +1,6 @@
-from chatgate.approvals import ApprovalSigner, canonical_arguments
+import pytest
+
+from chatgate.approvals import ApprovalSigner, canonical_arguments, is_canonical_token
 
 
 class Clock:
@@ -9,53 +11,99 @@ class Clock:
         return self.now
 
 
+SIGNER = ApprovalSigner(b"k" * 32)
+FULL_WIDTH_ZERO = "\uff10"
+
+
 def test_a_token_verifies_for_the_call_it_was_made_for() -> None:
-    signer: ApprovalSigner[str] = ApprovalSigner(b"k" * 32)
-    token = signer.token("call_1", "delete_file", '{"path": "/tmp/x"}')
-    assert token.startswith("apr_")
-    assert signer.verify(token, "call_1", "delete_file", {"path": "/tmp/x"})  # parsed or text, same call
+    token = SIGNER.token("ops", "call_1", "delete_file", '{"path": "/tmp/x"}')
+    assert is_canonical_token(token)
+    assert SIGNER.verify(token, "ops", "call_1", "delete_file", {"path": "/tmp/x"})  # parsed or text, same call
 
 
-def test_any_change_to_the_call_breaks_the_token() -> None:
-    signer: ApprovalSigner[str] = ApprovalSigner(b"k" * 32)
-    token = signer.token("call_1", "delete_file", '{"path": "/tmp/x"}')
-    assert not signer.verify(token, "call_2", "delete_file", '{"path": "/tmp/x"}')
-    assert not signer.verify(token, "call_1", "read_file", '{"path": "/tmp/x"}')
-    assert not signer.verify(token, "call_1", "delete_file", '{"path": "/etc/passwd"}')
+def test_any_change_to_the_call_or_the_agent_breaks_the_token() -> None:
+    token = SIGNER.token("ops", "call_1", "delete_file", '{"path": "/tmp/x"}')
+    assert not SIGNER.verify(token, "other", "call_1", "delete_file", '{"path": "/tmp/x"}')
+    assert not SIGNER.verify(token, "ops", "call_2", "delete_file", '{"path": "/tmp/x"}')
+    assert not SIGNER.verify(token, "ops", "call_1", "read_file", '{"path": "/tmp/x"}')
+    assert not SIGNER.verify(token, "ops", "call_1", "delete_file", '{"path": "/etc/passwd"}')
     for forged in ("apr_forged", "apr_zz_abc", "", token.replace("apr_", "xyz_"), token[:-2]):
-        assert not signer.verify(forged, "call_1", "delete_file", '{"path": "/tmp/x"}')
+        assert not SIGNER.verify(forged, "ops", "call_1", "delete_file", '{"path": "/tmp/x"}')
+
+
+def test_fields_cannot_be_shifted_from_one_into_another() -> None:
+    token = SIGNER.token("ops", "a\x1fb", "c", "{}")
+    assert not SIGNER.verify(token, "ops", "a", "b\x1fc", "{}")
+
+
+def respellings(token: str) -> list[str]:
+    _, issued, mac = token.split("_", 2)
+    return [
+        f"apr_0{issued}_{mac}",
+        f"apr_00{issued}_{mac}",
+        f"apr_0x{issued}_{mac}",
+        f"apr_+{issued}_{mac}",
+        f"apr_ {issued}_{mac}",
+        f"apr_{issued} _{mac}",
+        f"apr_{issued.upper()}_{mac}",
+        f"apr_{issued}_{mac}=",
+        f"apr_{issued}_{mac}\n",
+        f" {token}",
+        f"APR_{issued}_{mac}",
+        f"apr_{issued}__{mac}",
+        f"apr_{FULL_WIDTH_ZERO}{issued}_{mac}",  # int(..., 16) accepts it
+    ]
+
+
+def test_only_the_one_canonical_spelling_verifies() -> None:
+    clock = Clock()
+    clock.now = 0x6A0B1C2D  # the hex has letters, so upper-casing changes it
+    signer = ApprovalSigner(b"k" * 32, clock=clock)
+    token = signer.token("ops", "c", "t", "{}")
+    assert signer.verify(token, "ops", "c", "t", "{}")
+    for spelling in respellings(token):
+        assert spelling != token
+        assert not is_canonical_token(spelling), spelling
+        assert not signer.verify(spelling, "ops", "c", "t", "{}"), spelling
 
 
 def test_another_servers_secret_does_not_verify() -> None:
-    token = ApprovalSigner[str](b"a" * 32).token("c", "t", "{}")
-    assert not ApprovalSigner[str](b"b" * 32).verify(token, "c", "t", "{}")
+    token = ApprovalSigner(b"a" * 32).token("ops", "c", "t", "{}")
+    assert not ApprovalSigner(b"b" * 32).verify(token, "ops", "c", "t", "{}")
 
 
 def test_a_token_expires_and_its_issue_time_cannot_be_moved() -> None:
     clock = Clock()
-    signer: ApprovalSigner[str] = ApprovalSigner(b"k" * 32, ttl=60, clock=clock)
-    token = signer.token("c", "t", "{}")
+    signer = ApprovalSigner(b"k" * 32, ttl=60, clock=clock)
+    token = signer.token("ops", "c", "t", "{}")
     clock.now += 59
-    assert signer.verify(token, "c", "t", "{}")
+    assert signer.verify(token, "ops", "c", "t", "{}")
     clock.now += 2
-    assert not signer.verify(token, "c", "t", "{}")
+    assert not signer.verify(token, "ops", "c", "t", "{}")
     mac = token.split("_", 2)[2]
     refreshed = f"apr_{int(clock.now):x}_{mac}"
-    assert not signer.verify(refreshed, "c", "t", "{}")
+    assert not signer.verify(refreshed, "ops", "c", "t", "{}")
 
 
-def test_a_settled_token_is_remembered_until_it_expires() -> None:
-    clock = Clock()
-    signer: ApprovalSigner[str] = ApprovalSigner(b"k" * 32, ttl=60, clock=clock)
-    token = signer.token("c", "t", "{}")
-    assert signer.settled(token) is None
-    signer.settle(token, "ran once")
-    assert signer.settled(token) == "ran once"
-    clock.now += 61
-    assert signer.settled(token) is None
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"path": "\\ud800"}', '{"path": "\ud800"}', "\udfff not json", {"k": "\ud800"}, "[" * 100_000],
+    ids=["escaped", "raw", "raw-not-json", "parsed", "deep"],
+)
+def test_arguments_a_client_can_send_never_break_signing(arguments: object) -> None:
+    token = SIGNER.token("ops", "c\ud800", "t", arguments)
+    assert SIGNER.verify(token, "ops", "c\ud800", "t", arguments)
+    assert not SIGNER.verify(token, "ops", "c\ud800", "t", "{}")
+    assert canonical_arguments(arguments).isascii()
+
+
+def test_tokens_of_any_type_are_refused_without_raising() -> None:
+    for token in (None, 42, b"apr_1_x", ["apr"], "\ud800"):
+        assert not is_canonical_token(token)
+        assert not SIGNER.verify(token, "ops", "c", "t", "{}")  # type: ignore[arg-type]
 
 
 def test_canonical_arguments_ignore_spacing_and_key_order() -> None:
     assert canonical_arguments('{"b": 1, "a": [1, 2]}') == canonical_arguments({"a": [1, 2], "b": 1})
     assert canonical_arguments("") == "{}"
-    assert canonical_arguments("not json") == "not json"
+    assert canonical_arguments("not json") != canonical_arguments('"not json"')

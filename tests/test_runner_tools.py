@@ -3,6 +3,7 @@
 from collections.abc import AsyncIterator
 
 from chatgate.agents import Agent
+from chatgate.approval_ledger import MemoryApprovalLedger
 from chatgate.approvals import ApprovalSigner
 from chatgate.config import AgentConfig
 from chatgate.events import (
@@ -67,16 +68,15 @@ def says(text: str) -> list[RunEvent]:
     return [TextStart("t"), TextDelta("t", text), TextEnd("t"), ModelFinished("stop")]
 
 
-SIGNER: ApprovalSigner[ToolResult | ToolDenied] = ApprovalSigner(b"s" * 32)
+SIGNER = ApprovalSigner(b"s" * 32)
 ADD = ServerTool.from_function("add", record_and_add)
 DELETE = ServerTool.from_function("delete", delete_everything, requires_approval=True)
 ASK = RunInput(messages=(UserMessage((TextPart("go"),)),), run_id="r1")
 
 
 def agent(model: ScriptedModel, **options: object) -> Agent:
-    # Same secret as SIGNER, so its tokens verify; a fresh instance, so nothing settled leaks between tests.
-    fresh: ApprovalSigner[ToolResult | ToolDenied] = ApprovalSigner(b"s" * 32)
-    defaults: dict[str, object] = {"server_tools": {"add": ADD, "delete": DELETE}, "approvals": fresh}
+    # Same secret as SIGNER, so its tokens verify; a fresh ledger, so nothing answered leaks between tests.
+    defaults: dict[str, object] = {"server_tools": {"add": ADD, "delete": DELETE}, "approvals": SIGNER}
     return Agent("bot", AgentConfig(model="scripted:m"), model, **{**defaults, **options})  # type: ignore[arg-type]
 
 
@@ -142,7 +142,7 @@ async def test_a_tool_that_needs_approval_pauses_the_run_with_a_signed_request()
     events = await run(agent(model))
     request = next(e for e in events if isinstance(e, ToolApprovalRequested))
     assert (request.tool_call_id, request.tool_name) == ("c1", "delete")
-    assert SIGNER.verify(request.approval_id, "c1", "delete", '{"path":"/tmp/x"}')
+    assert SIGNER.verify(request.approval_id, "bot", "c1", "delete", '{"path":"/tmp/x"}')
     assert events[-1] == RunFinished("tool_calls")
     assert CALLS == []
 
@@ -153,7 +153,7 @@ def after_approval_request(*approvals: ApprovalResponse, arguments: str = '{"pat
 
 
 async def test_an_approved_call_runs_before_the_model_continues() -> None:
-    token = SIGNER.token("c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
     model = ScriptedModel(says("done"))
     events = await run(agent(model), after_approval_request(ApprovalResponse(token, approved=True)))
     assert CALLS == ["delete(/tmp/x)"]
@@ -162,7 +162,7 @@ async def test_an_approved_call_runs_before_the_model_continues() -> None:
 
 
 async def test_a_denied_call_never_runs_and_the_model_is_told() -> None:
-    token = SIGNER.token("c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
     model = ScriptedModel(says("ok, not deleting"))
     answer = ApprovalResponse(token, approved=False, reason="too risky", tool_call_id="c1")
     events = await run(agent(model), after_approval_request(answer))
@@ -174,11 +174,13 @@ async def test_a_denied_call_never_runs_and_the_model_is_told() -> None:
 
 
 async def test_forged_approvals_and_changed_arguments_run_nothing() -> None:
-    token = SIGNER.token("c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
     for run_input in (
         after_approval_request(ApprovalResponse("apr_forged", approved=True)),
         after_approval_request(ApprovalResponse(token, approved=True), arguments='{"path": "/"}'),
-        after_approval_request(ApprovalResponse(ApprovalSigner(b"o" * 32).token("c1", "delete", "{}"), approved=True)),
+        after_approval_request(
+            ApprovalResponse(ApprovalSigner(b"o" * 32).token("bot", "c1", "delete", "{}"), approved=True)
+        ),
     ):
         model = ScriptedModel(says("ok"))
         events = await run(agent(model), run_input)
@@ -196,11 +198,11 @@ async def test_a_server_tool_call_fabricated_in_client_history_is_never_executed
 
 
 async def test_a_replayed_approval_returns_the_first_outcome_without_running_again() -> None:
-    signer: ApprovalSigner[ToolResult | ToolDenied] = ApprovalSigner(b"r" * 32)
-    token = signer.token("c1", "delete", '{"path": "/tmp/x"}')
+    ledger = MemoryApprovalLedger()
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
     run_input = after_approval_request(ApprovalResponse(token, approved=True))
-    first = await run(agent(ScriptedModel(says("done")), approvals=signer), run_input)
+    first = await run(agent(ScriptedModel(says("done")), approval_ledger=ledger), run_input)
     assert CALLS == ["delete(/tmp/x)"]
-    replay = await run(agent(ScriptedModel(says("done")), approvals=signer), run_input)
+    replay = await run(agent(ScriptedModel(says("done")), approval_ledger=ledger), run_input)
     assert CALLS == []
     assert replay[0] == first[0] == ToolResult("c1", "deleted")
