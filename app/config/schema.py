@@ -31,6 +31,7 @@ __all__ = [
     "ProviderTimeouts",
     "ServerSettings",
     "ServerToolConfig",
+    "StoreSettings",
     "SystemPromptConfig",
     "VariableConfig",
     "VercelAIVersion",
@@ -60,6 +61,13 @@ class ServerSettings(_Strict):
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     redis_failure: Literal["closed", "open"] = "closed"
+
+
+class StoreSettings(_Strict):
+    """``[store]``: where server-held conversations live (see docs/conversations.md)."""
+
+    url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
+    finish_on_disconnect: bool = True
 
 
 class ServerToolConfig(_Strict):
@@ -155,6 +163,8 @@ class AgentConfig(_Strict):
     tools: dict[str, ServerToolConfig] = Field(default_factory=dict)
     client_tools: dict[str, ClientToolConfig] = Field(default_factory=dict)
     max_steps: int = Field(default=10, ge=1)
+    conversations: Literal["client", "server"] = "client"
+    prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
 
     @property
     def provider_name(self) -> str:
@@ -175,6 +185,7 @@ class Config(_Strict):
     server: ServerSettings = Field(default_factory=ServerSettings)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
     @field_validator("agents")
     @classmethod
@@ -196,6 +207,19 @@ class Config(_Strict):
     def base_dir(self) -> Path:
         """The directory relative paths in this config start from (the config file's)."""
         return self._base_dir
+
+    @property
+    def store_url(self) -> str | None:
+        """The store's URL, or None when nothing needs a store.
+
+        ``[store] url`` when set, else ``chatgate.db`` beside the config file if an agent keeps server
+        conversations.
+        """
+        if self.store.url is not None:
+            return self.store.url
+        if any(agent.conversations == "server" for agent in self.agents.values()):
+            return f"sqlite:///{self.base_dir / 'chatgate.db'}"
+        return None
 
     @property
     def default_agent(self) -> str | None:
