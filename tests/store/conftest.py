@@ -12,7 +12,14 @@ import pytest
 
 
 async def _create_database(server_url: str, name: str) -> None:
-    connection = await asyncpg.connect(server_url)
+    for _ in range(100):  # the session's server may still be starting up
+        try:
+            connection = await asyncpg.connect(server_url)
+            break
+        except asyncpg.CannotConnectNowError:
+            await asyncio.sleep(0.1)
+    else:
+        connection = await asyncpg.connect(server_url)
     try:
         await connection.execute(f'CREATE DATABASE "{name}"')
     finally:
