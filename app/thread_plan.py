@@ -34,6 +34,7 @@ class ThreadPlan:
     ``history`` is the stored history after ``drop_from_seq`` plus ``append``; ``hydrate`` means no
     run at all; ``behind`` that the client lacks stored messages (AG-UI then gets a snapshot first);
     ``message_id`` the id of the assistant message the run writes (useChat's ``start.messageId``).
+    Messages in ``history`` carry the ids clients know them by.
     """
 
     append: tuple[NewMessage, ...]
@@ -49,7 +50,7 @@ def plan_turn(
     stored: Sequence[StoredMessage], run_input: RunInput, *, protocol: str, server_tools: Collection[str]
 ) -> ThreadPlan:
     """Reconcile ``run_input`` with ``stored``; see the module docstring."""
-    history = [message.message for message in stored]
+    history = [_public(message.message, message.public_id) for message in stored]
     if run_input.regenerate:
         return _regenerate(stored)
     known = {message.public_id for message in stored} | {message.id for message in stored}
@@ -78,7 +79,7 @@ def plan_turn(
     return ThreadPlan(
         append=tuple(append),
         drop_from_seq=None,
-        history=(*history, *(new.message for new in append)),
+        history=(*history, *(_public(new.message, new.client_id or new.message.id) for new in append)),
         hydrate=hydrate,
         behind=behind,
         message_id=message_id,
@@ -91,7 +92,7 @@ def _regenerate(stored: Sequence[StoredMessage]) -> ThreadPlan:
     if last_user is None:
         raise RequestError(422, "nothing_to_regenerate", "the thread has no user message to answer again")
     drop = stored[last_user + 1].seq if last_user + 1 < len(stored) else None
-    history = tuple(message.message for message in stored[: last_user + 1])
+    history = tuple(_public(message.message, message.public_id) for message in stored[: last_user + 1])
     return ThreadPlan((), drop, history, hydrate=False, behind=True, message_id=new_id("msg"), continues=False)
 
 
@@ -120,3 +121,8 @@ def _last_assistant_id(stored: Sequence[StoredMessage]) -> str | None:
         if isinstance(message.message, AssistantMessage):
             first = message.id
     return first
+
+
+def _public(message: Message, message_id: str) -> Message:
+    """``message`` under the id its client knows it by."""
+    return message if message.id == message_id else replace(message, id=message_id)
