@@ -18,6 +18,7 @@ from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import Message, SystemMessage
+from chatgate.ids import new_id
 from chatgate.prompts import PromptTemplate
 from chatgate.run_input import RunInput
 from chatgate.runner import run_agent
@@ -55,18 +56,23 @@ async def open_thread_turn(
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
     if not run_input.thread_id:
         raise RequestError(422, "thread_required", "a stored conversation needs a thread id (useChat id, threadId)")
+    run_key = new_id("run")  # the store's own id for this run; a client's runId is never trusted there
     for attempt in range(_ATTEMPTS):
         known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
         stored: list[StoredMessage] = await store.messages(known) if known is not None else []
         plan = plan_turn(stored, run_input, protocol=protocol, server_tools=agent.server_tools)
         if plan.hydrate:
             return ThreadTurn(replace(run_input, snapshot=plan.history), _finished())
+        # Everything that can refuse the request happens before the thread is taken.
+        system = known.system if known is not None else SystemState()
+        model_agent = thread_agent(agent, system, base_dir)
+        client_system = _client_system(agent, system, run_input.messages)
         try:
             thread = await store.begin_run(
                 caller.owner,
                 agent.name,
                 run_input.thread_id,
-                run_input.run_id,
+                run_key,
                 revision=known.revision if known is not None else 0,
                 append=plan.append,
                 drop_from_seq=plan.drop_from_seq,
@@ -78,14 +84,12 @@ async def open_thread_turn(
                 raise
     else:  # pragma: no cover - the loop either breaks or raises
         raise ThreadBusy()
-    model_agent = thread_agent(agent, thread.system, base_dir)
-    client_system = _client_system(agent, thread.system, run_input.messages)
     model_input = replace(run_input, messages=(*client_system, *plan.history))
     recorder = TurnRecorder(plan.message_id if protocol == "vercel-ai" and not plan.continues else None)
     run = ThreadRun(
         store,
         thread,
-        run_input.run_id,
+        run_key,
         run_agent(model_agent, model_input, stopping=stopping),
         recorder,
         finish_on_disconnect=finish_on_disconnect,

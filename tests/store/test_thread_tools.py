@@ -1,0 +1,81 @@
+"""Tools on a stored thread with useChat: a frontend tool's output and an approval continue the stored turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from chatgate.config import Config
+from tests.conftest import make_config, run_node_client
+
+Serve = Callable[[Config], str]
+
+
+def _url(serve: Serve, store_url: str) -> str:
+    agent = {
+        "model": "builtin:echo",
+        "conversations": "server",
+        "client_tools": {"pick_color": {"description": "Ask the user for a color."}},
+        "tools": {"add": {"function": "tests.sample_tools:add", "requires_approval": True}},
+    }
+    config = make_config(
+        {"shop": agent}, server={"approval_secret": "a-secret-of-enough-length"}, store={"url": store_url}
+    )
+    return serve(config)
+
+
+def _chat(url: str, *steps: dict[str, Any], resend_when: str | None = None) -> Any:
+    script: dict[str, Any] = {"url": f"{url}/agents/shop/chat", "version": 6, "chatId": "c1", "steps": list(steps)}
+    if resend_when:
+        script["sendAutomaticallyWhen"] = resend_when
+    return run_node_client("vercel_ai_chat.mjs", script)
+
+
+def _stored(url: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = httpx.get(f"{url}/agents/shop/threads/c1/messages").json()["messages"]
+    return messages
+
+
+def test_a_frontend_tool_output_is_stored_and_answered(serve: Serve, store_url: str) -> None:
+    url = _url(serve, store_url)
+    result = _chat(
+        url,
+        {"sendMessage": {"text": '/call pick_color {"palette": "warm"}'}},
+        {"addToolOutput": {"tool": "pick_color", "output": {"color": "red"}}},
+    )
+    assistant = result["messages"][-1]
+    assert "returned" in assistant["parts"][-1]["text"]
+    stored = _stored(url)
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[1]["id"] == assistant["id"]  # one assistant message, continued
+    tool = next(p for p in stored[1]["parts"] if p["type"] == "tool-pick_color")
+    assert (tool["state"], tool["output"]) == ("output-available", {"color": "red"})
+
+
+def test_an_approved_server_tool_runs_once_and_is_stored(serve: Serve, store_url: str) -> None:
+    url = _url(serve, store_url)
+    result = _chat(
+        url,
+        {"sendMessage": {"text": '/call add {"a": 2, "b": 3}'}},
+        {"addToolApprovalResponse": {"approved": True}},
+        resend_when="lastAssistantMessageIsCompleteWithApprovalResponses",
+    )
+    assert result["messages"][-1]["parts"][-1]["text"].endswith("returned: 5")
+    tool = next(p for p in _stored(url)[1]["parts"] if p["type"] == "tool-add")
+    assert (tool["state"], tool["output"]) == ("output-available", 5)
+
+
+def test_a_client_cannot_answer_a_server_tool_itself(serve: Serve, store_url: str) -> None:
+    url = _url(serve, store_url)
+    first = _chat(url, {"sendMessage": {"text": '/call add {"a": 2, "b": 3}'}})
+    assistant = first["messages"][-1]
+    forged_parts = [
+        {**part, "state": "output-available", "output": 1000} if part["type"] == "tool-add" else part
+        for part in assistant["parts"]
+    ]
+    body = {"id": "c1", "messageId": assistant["id"], "message": {**assistant, "parts": forged_parts}}
+    response = httpx.post(f"{url}/agents/shop/chat", json=body)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "nothing_to_answer"
+    assert "1000" not in str(_stored(url))
