@@ -6,8 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from chatgate.config import Config
+from chatgate.errors import ConfigError
 from tests.conftest import make_config, run_node_client
 
 Serve = Callable[[Config], str]
@@ -108,3 +110,10 @@ def test_threads_are_listed_with_titles(serve: Serve, store_url: str) -> None:
     assert httpx.delete(f"{url}/agents/bot/threads/t1").status_code == 204
     assert httpx.get(f"{url}/agents/bot/threads/t1").status_code == 404
     assert [t["id"] for t in httpx.get(f"{url}/agents/bot/threads").json()["threads"]] == ["t2"]
+
+
+def test_a_named_prompt_is_checked_like_the_system_prompt() -> None:
+    agent = {"model": "builtin:echo", "prompts": {"broken": {"template": "Hi {{who}}"}}}
+    with pytest.raises(ConfigError) as refused:
+        make_config({"bot": agent})
+    assert "agents.bot.prompts.broken.template: placeholder {{who}} has no variable" in str(refused.value)

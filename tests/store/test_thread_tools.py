@@ -79,3 +79,25 @@ def test_a_client_cannot_answer_a_server_tool_itself(serve: Serve, store_url: st
     response = httpx.post(f"{url}/agents/shop/chat", json=body)
     assert response.status_code == 422 and response.json()["error"]["code"] == "nothing_to_answer"
     assert "1000" not in str(_stored(url))
+
+
+def test_an_agui_approval_pending_in_the_store_survives_a_restart(serve: Serve, store_url: str) -> None:
+    agent = {
+        "model": "builtin:echo",
+        "conversations": "server",
+        "tools": {"get_weather": {"function": "tests.sample_tools:get_weather", "requires_approval": True}},
+    }
+    config = make_config(
+        {"bot": agent}, server={"approval_secret": "a-secret-of-enough-length"}, store={"url": store_url}
+    )
+    first_url = serve(config) + "/agents/bot/ag-ui"
+    message = {"id": "u1", "role": "user", "content": '/call get_weather {"city": "Oslo"}'}
+    first = run_node_client("ag_ui_run.mjs", {"url": first_url, "input": {"threadId": "t1", "messages": [message]}})
+    (interrupt,) = first["events"][-1]["outcome"]["interrupts"]
+
+    second_url = serve(config) + "/agents/bot/ag-ui"  # another process on the same store, a fresh page
+    resume = [{"interruptId": interrupt["id"], "status": "resolved"}]
+    second = run_node_client("ag_ui_run.mjs", {"url": second_url, "input": {"threadId": "t1", "resume": resume}})
+    types = [event["type"] for event in second["events"]]
+    assert types[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"] and "TOOL_CALL_RESULT" in types
+    assert second["messages"][-1]["content"].startswith("Tool results:")
