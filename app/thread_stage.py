@@ -26,9 +26,11 @@ from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadStore
 from chatgate.thread_plan import plan_turn
 from chatgate.thread_run import ThreadRun, TurnRecorder
 
-__all__ = ["ThreadTurn", "open_thread_turn", "thread_agent"]
+__all__ = ["MAX_THREAD_ID", "ThreadTurn", "open_thread_turn", "thread_agent"]
 
 _ATTEMPTS = 3
+MAX_THREAD_ID = 200
+"""The longest thread id a stored conversation accepts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +56,12 @@ async def open_thread_turn(
     """Reconcile, commit and start the run (or answer a hydrate); raises ``RequestError`` before any byte."""
     if store is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
-    if not run_input.thread_id:
-        raise RequestError(422, "thread_required", "a stored conversation needs a thread id (useChat id, threadId)")
+    if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
+        raise RequestError(
+            422,
+            "invalid_thread_id",
+            f"a stored conversation needs a thread id (useChat id, threadId) of 1-{MAX_THREAD_ID} characters",
+        )
     run_key = new_id("run")  # the store's own id for this run; a client's runId is never trusted there
     for attempt in range(_ATTEMPTS):
         known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)

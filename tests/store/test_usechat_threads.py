@@ -118,3 +118,11 @@ def test_two_racing_requests_on_one_thread_exactly_one_is_busy(serve: Serve, sto
     assert sorted(statuses) == [200, 409]
     stored = httpx.get(f"{url}/agents/bot/threads/c1/messages").json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
+def test_a_thread_id_is_required_and_bounded(serve: Serve, store_url: str) -> None:
+    url = serve(_config(store_url))
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    for thread_id in ("", "x" * 201):
+        response = httpx.post(f"{url}/agents/bot/chat", json={"id": thread_id, "message": message})
+        assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_thread_id")
