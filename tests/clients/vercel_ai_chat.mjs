@@ -13,7 +13,7 @@
 // stdout: {"messages": [UIMessage...], "requests": [{"body": {...}, "chunks": [...]}]}
 //          `messages` is the chat's final state; `requests` is every POST the transport made, in order,
 //          with the chunks of its response as this version's parseJsonEventStream read them, its
-//          status and Retry-After. `headers` go on every request (DefaultChatTransport's `headers`).
+//          status and response headers. `headers` go on every request (DefaultChatTransport's `headers`).
 //          With `expectError`, a chat error is reported in "errors" (and the steps stop) instead of failing.
 // Exits non-zero on a chat error (onError, status "error"), a chunk the schema rejects, a step whose
 // target part does not exist, or a conversation that does not settle.
@@ -59,7 +59,7 @@ async function recordingFetch(resource, init) {
   requests.push(exchange);
   const response = await fetch(resource, init);
   exchange.status = response.status;
-  exchange.retryAfter = response.headers.get("retry-after");
+  exchange.headers = Object.fromEntries(response.headers);
   if (response.ok && response.body) {
     const reading = (async () => {
       const stream = ai.parseJsonEventStream({ stream: response.clone().body, schema: ai.uiMessageChunkSchema });
