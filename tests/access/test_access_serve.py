@@ -1,11 +1,14 @@
 """``chatgate serve`` and exposure: a non-loopback --host needs keys or an explicit allow_unauthenticated."""
 
+import re
 from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from chatgate.cli import exposure_refusal, main
+from chatgate.config import load_config
 from tests.conftest import ChatgateProcess, make_config
 
 AGENTS = {"bot": {"model": "builtin:echo"}}
@@ -56,3 +59,15 @@ def test_the_installed_command_serves_on_all_interfaces_with_keys(
     log = next(tmp_path.glob("chatgate-*.log")).read_text()
     assert "API keys required (1 key(s): web)" in log
     assert KEY not in log
+
+
+def test_the_docker_files_say_explicitly_whether_no_keys_is_allowed() -> None:
+    root = Path(__file__).parent.parent.parent
+    env = "CHATGATE_ALLOW_UNAUTHENTICATED"
+    example = load_config(root / "docs" / "examples" / "chatgate.toml")
+    image = re.findall(rf"^ENV {env}=(\w+)$", (root / "Dockerfile").read_text(), re.MULTILINE)
+    assert image == ["false"]  # the image alone refuses a config without keys, saying why
+    assert exposure_refusal(example, "0.0.0.0", {env: image[0]}) is not None
+    compose = yaml.safe_load((root / "docker-compose.yml").read_text())["services"]["chatgate"]["environment"]
+    assert compose[env] == "true"  # the local try-out serves the example config
+    assert exposure_refusal(example, "0.0.0.0", {env: compose[env]}) is None
