@@ -116,6 +116,12 @@ class _Holding:
         self._slot = slot
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._slot.expires:  # an in-process slot: released without awaiting anything
+            try:
+                await self._response(scope, receive, send)
+            finally:
+                await self._slot.release()
+            return
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._slot.keep)

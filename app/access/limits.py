@@ -24,7 +24,13 @@ WINDOW_SECONDS = 60.0
 
 
 class StreamSlot(Protocol):
-    """A held stream slot; ``release`` gives it back (once)."""
+    """A held stream slot; ``release`` gives it back (once).
+
+    ``expires`` is true for a slot that lapses unless ``keep`` runs beside the stream (Redis); a slot in
+    process memory needs no keeping, and the stream then runs with no extra task.
+    """
+
+    expires: bool
 
     async def keep(self) -> None:
         """Keep the slot alive while the stream runs; returns only when cancelled."""
@@ -66,6 +72,8 @@ def too_many_streams(key_id: str, most: int) -> RequestError:
 
 
 class _MemorySlot:
+    expires = False
+
     def __init__(self, counts: dict[str, int], key_id: str) -> None:
         self._counts = counts
         self._key_id = key_id

@@ -82,6 +82,8 @@ _FAILURES = (RedisError, OSError)
 
 
 class _RedisSlot:
+    expires = True
+
     def __init__(self, client: redis.Redis, key: str, member: str) -> None:
         self._client = client
         self._key = key
@@ -110,6 +112,8 @@ class _RedisSlot:
 
 class _UncountedSlot:
     """What a stream holds when Redis is down and ``redis_failure = "open"``."""
+
+    expires = False
 
     async def keep(self) -> None:
         await anyio.sleep_forever()

@@ -3,6 +3,7 @@
 import hashlib
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,9 +12,11 @@ from starlette.datastructures import Headers
 
 from chatgate.access import KeyRing
 from chatgate.caller import LOCAL
-from chatgate.config import Config
+from chatgate.config import Config, load_config
 from chatgate.errors import RequestError
-from tests.conftest import make_config
+from chatgate.server import create_app
+from tests.conftest import LiveServer, make_config
+from tests.test_reload import wait_for
 
 Serve = Callable[[Config], str]
 
@@ -158,3 +161,21 @@ def test_a_key_without_agents_may_use_every_agent_and_carries_admin() -> None:
     ops = ring.authenticate(Headers({"authorization": f"Bearer {OPS_KEY}"}))
     assert (web.agents, web.admin) == (frozenset({"support"}), False)
     assert (ops.agents, ops.admin) == (None, True)
+
+
+def test_a_reload_adds_and_revokes_keys_without_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    agent = '[agents.bot]\nmodel = "builtin:echo"\n'
+    path.write_text(agent)
+    server = LiveServer(create_app(load_config(path), config_path=path))
+    server.start()
+    try:
+        assert httpx.get(f"{server.url}/agents").status_code == 200
+        path.write_text(agent + f'\n[[keys]]\nid = "web"\nkey = "{WEB_KEY}"\n')
+        assert wait_for(lambda: httpx.get(f"{server.url}/agents").status_code == 401)
+        assert httpx.get(f"{server.url}/agents", headers={"x-api-key": WEB_KEY}).status_code == 200
+        path.write_text(agent + f'\n[[keys]]\nid = "web"\nkey = "{OPS_KEY}"\n')  # the web secret is rotated
+        assert wait_for(lambda: httpx.get(f"{server.url}/agents", headers={"x-api-key": WEB_KEY}).status_code == 401)
+        assert httpx.get(f"{server.url}/agents", headers={"x-api-key": OPS_KEY}).status_code == 200
+    finally:
+        server.stop()
