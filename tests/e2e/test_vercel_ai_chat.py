@@ -183,7 +183,7 @@ def test_a_server_tool_runs_within_the_same_request(serve: Serve, version: int) 
 def test_a_tool_needing_approval_waits_for_the_human(serve: Serve, version: int) -> None:
     result = chat(serve_shop(serve, version), version, send('/call add {"a": 2, "b": 3}'))
     (request,) = result["requests"]
-    assert [chunk["type"] for chunk in request["chunks"][-2:]] == ["tool-approval-request", "finish"]
+    assert [chunk["type"] for chunk in request["chunks"][-3:]] == ["tool-approval-request", "finish-step", "finish"]
     assert finish_reason(request) == "tool-calls"
     (tool,) = [part for part in only_assistant(result)["parts"] if part["type"] == "tool-add"]
     assert tool["state"] == "approval-requested"
