@@ -250,3 +250,15 @@ def test_ai5_is_told_a_tool_needs_an_approval_it_cannot_give(serve: Serve) -> No
         ("text", f"Tool results: {call_id} failed: {no_approvals}"),
     ]
     assert len(result["requests"]) == 2
+
+
+def test_the_request_does_not_say_which_ai_major_sent_it(serve: Serve) -> None:
+    """Why ``vercel_ai_version`` must match the app: ai 5, 6 and 7 send the same body."""
+    url = serve_shop(serve, 6)
+
+    def shape(version: int) -> Any:
+        (request,) = chat(url, version, send("hello"))["requests"]
+        body = request["body"]
+        return {**body, "id": "ID", "messages": [{**m, "id": "ID"} for m in body["messages"]]}
+
+    assert shape(5) == shape(6) == shape(7)
