@@ -3,7 +3,7 @@
 //
 // Query string: base (chatgate's base URL; default this page's origin), agent (default "default"),
 // answer (what the frontend tool answers; default "red").
-// Everything a test reads or clicks carries a data-testid; see the README in this folder.
+// Everything a test reads or clicks carries a data-testid (tests/e2e/test_usechat_browser.py).
 
 import React, { useState } from "react";
 import { createRoot } from "react-dom/client";
