@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Locator, Page, expect
+import pytest_asyncio
+from playwright.async_api import Browser, Locator, Page, expect
 
 from chatgate.config import Config
 from tests.conftest import make_config
@@ -22,21 +23,31 @@ Serve = Callable[[Config], str]
 ALL_MAJORS = pytest.mark.parametrize("major", [5, 6, 7], ids=lambda m: f"ai{m}")
 APPROVAL_MAJORS = pytest.mark.parametrize("major", [6, 7], ids=lambda m: f"ai{m}")  # ai 5 has no approvals
 
+# One Chromium for the module (a launch costs about a second); each test gets its own context.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 
 @pytest.fixture(scope="session")
 def usechat_dist() -> Path:
     return build_usechat_app()
 
 
-@pytest.fixture
-async def page(request: pytest.FixtureRequest) -> AsyncIterator[Page]:
-    """A fresh Chromium page; its final state is saved as tests/artifacts/<test name>.png."""
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Browser]:
     async with chromium() as browser:
-        page = await browser.new_page(viewport={"width": 900, "height": 700})
-        try:
-            yield page
-        finally:
-            await screenshot(page, "usechat-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name))
+        yield browser
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
+    """A fresh page in its own context; its final state is saved as tests/artifacts/usechat-<test>.png."""
+    context = await browser.new_context(viewport={"width": 900, "height": 700})
+    page = await context.new_page()
+    try:
+        yield page
+    finally:
+        await screenshot(page, "usechat-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-"))
+        await context.close()
 
 
 def agents(major: int) -> Config:
