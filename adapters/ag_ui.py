@@ -252,7 +252,12 @@ class _RunEncoder:
         self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run}
         carrier = _unanswered_calls(run_input)
         if carrier is not None:
-            self._started["input"] = {**self._run, "messages": [carrier]}
+            # tools and context are required fields for pre-1.0 readers (CopilotKit's @ag-ui/client 0.0.x).
+            tools = [
+                {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+                for tool in run_input.tools
+            ]
+            self._started["input"] = {**self._run, "messages": [carrier], "tools": tools, "context": []}
         self._agent = agent
         # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
         self._texts: dict[str, bytes] = {}

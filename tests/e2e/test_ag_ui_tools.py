@@ -118,6 +118,7 @@ def test_a_resumed_run_names_the_earlier_call_it_answers(url: str, status: str) 
     (tool_result,) = results(second)
     started = second["events"][0]
     (carrier,) = started["input"]["messages"]
+    assert (started["input"]["tools"], started["input"]["context"]) == ([], [])  # required before AG-UI 1.0
     assert [call["id"] for call in carrier["toolCalls"]] == [interrupt["toolCallId"]] == [tool_result["toolCallId"]]
     assert carrier["id"] in {message["id"] for message in first["messages"]}
     assert unknown_results(second["events"]) == []
