@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages into .venv, the real Node UI clients into
-# tests/clients/node_modules, the browser test apps built with Vite, Redis, PostgreSQL and Chromium
-# from Debian's packages), then run the linters, the type checker and the whole test suite.
+# tests/clients/node_modules, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
+# PostgreSQL and Chromium from Debian's packages), then run the linters, the type checker and the
+# whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-system-packages.sh
