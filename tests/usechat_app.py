@@ -3,7 +3,8 @@
 ``built_usechat_app`` builds it with Vite when its sources changed (a no-op otherwise). The app is
 served to the browser from chatgate's own origin: Playwright answers ``{base}/__usechat/aiN/...``
 from the build folder, and every other request (the chat stream) goes to the live server for real.
-Serving it from a second origin needs chatgate's CORS support.
+``open_usechat_from`` opens it from a second origin instead (tests/static_site.py), which needs
+chatgate's CORS support.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from playwright.async_api import Browser, Page, Route, async_playwright
@@ -64,6 +66,16 @@ async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major:
     await page.route(f"{prefix}**", serve_file)
     page.set_default_timeout(TIMEOUT_MS)
     await page.goto(f"{prefix}index.html?agent={agent}")
+    await page.get_by_test_id("ai-major").wait_for()
+
+
+async def open_usechat_from(page: Page, app_origin: str, major: int, base_url: str, **query: str) -> None:
+    """Open the ai ``major`` build served at ``app_origin`` (tests/static_site.py), talking to ``base_url``.
+
+    ``query`` adds the app's other options (agent, key, thread: see tests/clients/usechat/src/main.jsx).
+    """
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(f"{app_origin}/ai{major}/index.html?{urlencode({'base': base_url, **query})}")
     await page.get_by_test_id("ai-major").wait_for()
 
 
