@@ -49,8 +49,11 @@ async def chromium() -> AsyncIterator[Browser]:
             await browser.close()
 
 
-async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major: int) -> None:
-    """Open the ai ``major`` build of the app on ``base_url``'s origin, chatting with ``agent``."""
+async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major: int, **query: str) -> None:
+    """Open the ai ``major`` build of the app on ``base_url``'s origin, chatting with ``agent``.
+
+    ``query`` adds the app's other options (key, thread: see tests/clients/usechat/src/main.jsx).
+    """
     root = (dist / f"ai{major}").resolve()
     prefix = f"{base_url}{APP_PREFIX}/ai{major}/"
 
@@ -65,7 +68,7 @@ async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major:
 
     await page.route(f"{prefix}**", serve_file)
     page.set_default_timeout(TIMEOUT_MS)
-    await page.goto(f"{prefix}index.html?agent={agent}")
+    await page.goto(f"{prefix}index.html?{urlencode({'agent': agent, **query})}")
     await page.get_by_test_id("ai-major").wait_for()
 
 

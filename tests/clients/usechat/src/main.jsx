@@ -118,7 +118,7 @@ function App({ initialMessages }) {
     <>
       <ol data-testid="messages">
         {chat.messages.map((message) => (
-          <li key={message.id} data-testid="message" data-role={message.role}>
+          <li key={message.id} data-testid="message" data-role={message.role} data-id={message.id}>
             <b>{message.role}</b>
             {message.parts.map((part, index) => (
               <Part key={index} part={part} chat={chat} />
