@@ -105,3 +105,26 @@ async def test_two_turns_a_reload_and_a_third_turn_on_the_stored_thread(
     stored = httpx.get(f"{base}/agents/bot/threads/t1/messages").json()["messages"]
     assert [m["id"] for m in stored[:4]] == [message_id for _, message_id, _ in before]
     assert [m["role"] for m in stored] == ["user", "assistant"] * 3
+
+
+async def test_a_regenerate_after_a_reload_replaces_the_stored_answer(
+    page: Page, serve: Serve, usechat_dist: Path, tmp_path: Path
+) -> None:
+    base = serve(stored_agent(6, tmp_path / "threads.db"))
+    assistant = page.locator("[data-testid=message][data-role=assistant]")
+    await open_usechat(page, usechat_dist, base, "bot", 6, thread="t1")
+    await send(page, "only once")
+    await expect(assistant).to_contain_text("User messages: only once")
+    await wait_ready(page)
+    first_answer = await assistant.get_attribute("data-id")
+
+    await page.reload()
+    await expect(page.get_by_test_id("message")).to_have_count(2)
+    await page.get_by_test_id("regenerate").click()
+    await expect(assistant).not_to_have_attribute("data-id", first_answer or "")
+    await wait_ready(page)
+    await expect(assistant).to_contain_text("User messages: only once")  # answered again, not stored twice
+    await expect(page.get_by_test_id("error")).to_have_count(0)
+    stored = httpx.get(f"{base}/agents/bot/threads/t1/messages").json()["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[1]["id"] == await assistant.get_attribute("data-id")
