@@ -3,23 +3,17 @@
 ``built_usechat_app`` builds it with Vite when its sources changed (a no-op otherwise). The app is
 served to the browser from chatgate's own origin: Playwright answers ``{base}/__usechat/aiN/...``
 from the build folder, and every other request (the chat stream) goes to the live server for real.
-``open_usechat_from`` opens it from a second origin instead (tests/static_site.py), which needs
-chatgate's CORS support.
+Serving it from a second origin needs chatgate's CORS support.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
-from playwright.async_api import Browser, Page, Route, async_playwright
-
-from tests.browser import ARTIFACTS_DIR, CHROMIUM_ARGS, chromium_path
+from playwright.async_api import Page, Route
 
 APP_DIR = Path(__file__).parent / "clients" / "usechat"
 APP_PREFIX = "/__usechat"
@@ -38,22 +32,8 @@ def build_usechat_app() -> Path:
     return APP_DIR / "dist"
 
 
-@asynccontextmanager
-async def chromium() -> AsyncIterator[Browser]:
-    """Headless system Chromium, closed on exit."""
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            await browser.close()
-
-
-async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major: int, **query: str) -> None:
-    """Open the ai ``major`` build of the app on ``base_url``'s origin, chatting with ``agent``.
-
-    ``query`` adds the app's other options (key, thread: see tests/clients/usechat/src/main.jsx).
-    """
+async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major: int) -> None:
+    """Open the ai ``major`` build of the app on ``base_url``'s origin, chatting with ``agent``."""
     root = (dist / f"ai{major}").resolve()
     prefix = f"{base_url}{APP_PREFIX}/ai{major}/"
 
@@ -68,17 +48,7 @@ async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major:
 
     await page.route(f"{prefix}**", serve_file)
     page.set_default_timeout(TIMEOUT_MS)
-    await page.goto(f"{prefix}index.html?{urlencode({'agent': agent, **query})}")
-    await page.get_by_test_id("ai-major").wait_for()
-
-
-async def open_usechat_from(page: Page, app_origin: str, major: int, base_url: str, **query: str) -> None:
-    """Open the ai ``major`` build served at ``app_origin`` (tests/static_site.py), talking to ``base_url``.
-
-    ``query`` adds the app's other options (agent, key, thread: see tests/clients/usechat/src/main.jsx).
-    """
-    page.set_default_timeout(TIMEOUT_MS)
-    await page.goto(f"{app_origin}/ai{major}/index.html?{urlencode({'base': base_url, **query})}")
+    await page.goto(f"{prefix}index.html?agent={agent}")
     await page.get_by_test_id("ai-major").wait_for()
 
 
@@ -93,11 +63,3 @@ async def wait_ready(page: Page) -> None:
     await page.wait_for_function(
         "document.querySelector('[data-testid=status]')?.textContent === 'ready'", timeout=TIMEOUT_MS
     )
-
-
-async def screenshot(page: Page, name: str) -> Path:
-    """Save the page as ``tests/artifacts/NAME.png``, the record of a test's last step."""
-    ARTIFACTS_DIR.mkdir(exist_ok=True)
-    path = ARTIFACTS_DIR / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
-    return path

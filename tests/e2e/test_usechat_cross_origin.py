@@ -16,10 +16,12 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from chatgate.config import Config
+from tests.browser import chromium, screenshot
 from tests.conftest import make_config
 from tests.network_log import NetworkLog, record_network
 from tests.static_site import static_site
-from tests.usechat_app import build_usechat_app, chromium, open_usechat_from, screenshot, send, wait_ready
+from tests.usechat_app import build_usechat_app, send, wait_ready
+from tests.usechat_origin import open_usechat_from
 
 Serve = Callable[[Config], str]
 

@@ -1,5 +1,8 @@
 """The useChat app on a server-held thread (``?thread=``) in Chromium: a reload restores the chat.
 
+The app is served from its own origin (tests/static_site.py), as a real app is, so loading the thread
+and each turn go through CORS.
+
 The app loads ``GET /agents/{agent}/threads/{id}/messages`` into ``useChat({messages})`` and sends only
 the newest message (``prepareSendMessagesRequest`` -> ``{id, message}``), as docs/conversations.md
 describes. The agent's ``builtin:echo`` lists every user message it got (``history``), so the page shows
@@ -9,7 +12,7 @@ whether the model saw the whole stored thread.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +22,22 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from chatgate.config import Config
+from tests.browser import chromium, screenshot
 from tests.conftest import make_config
-from tests.usechat_app import build_usechat_app, chromium, open_usechat, screenshot, send, wait_ready
+from tests.static_site import static_site
+from tests.usechat_app import build_usechat_app, send, wait_ready
+from tests.usechat_origin import open_usechat_from
 
 Serve = Callable[[Config], str]
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="session")
-def usechat_dist() -> Path:
-    return build_usechat_app()
+@pytest.fixture(scope="module")
+def app_origin() -> Iterator[str]:
+    """The built app served from its own origin, ``http://127.0.0.1:PORT``."""
+    with static_site(build_usechat_app()) as origin:
+        yield origin
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -51,7 +59,7 @@ async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterato
         await context.close()
 
 
-def stored_agent(major: int, store: Path) -> Config:
+def stored_agent(major: int, store: Path, app_origin: str) -> Config:
     bot = {
         "model": "builtin:echo",
         "system_prompt": "You are terse.",
@@ -59,7 +67,7 @@ def stored_agent(major: int, store: Path) -> Config:
         "vercel_ai_version": f"v{major}",
         "model_settings": {"history": True},
     }
-    return make_config({"bot": bot}, store={"url": f"sqlite:///{store}"})
+    return make_config({"bot": bot}, store={"url": f"sqlite:///{store}"}, server={"cors_origins": [app_origin]})
 
 
 async def shown(page: Page) -> list[tuple[str | None, str | None, str]]:
@@ -73,14 +81,14 @@ async def shown(page: Page) -> list[tuple[str | None, str | None, str]]:
 
 @pytest.mark.parametrize("major", [5, 6, 7], ids=lambda m: f"ai{m}")
 async def test_two_turns_a_reload_and_a_third_turn_on_the_stored_thread(
-    page: Page, serve: Serve, usechat_dist: Path, tmp_path: Path, major: int
+    page: Page, serve: Serve, app_origin: str, tmp_path: Path, major: int
 ) -> None:
-    base = serve(stored_agent(major, tmp_path / "threads.db"))
+    base = serve(stored_agent(major, tmp_path / "threads.db", app_origin))
     bodies: list[Any] = []
     page.on("request", lambda request: bodies.append(request.post_data_json) if request.method == "POST" else None)
     assistants = page.locator("[data-testid=message][data-role=assistant]")
 
-    await open_usechat(page, usechat_dist, base, "bot", major, thread="t1")  # a new thread: GET answers 404
+    await open_usechat_from(page, app_origin, major, base, agent="bot", thread="t1")  # a new thread: GET answers 404
     await send(page, "first")
     await expect(assistants.nth(0)).to_contain_text("User messages: first")
     await wait_ready(page)
@@ -108,11 +116,11 @@ async def test_two_turns_a_reload_and_a_third_turn_on_the_stored_thread(
 
 
 async def test_a_regenerate_after_a_reload_replaces_the_stored_answer(
-    page: Page, serve: Serve, usechat_dist: Path, tmp_path: Path
+    page: Page, serve: Serve, app_origin: str, tmp_path: Path
 ) -> None:
-    base = serve(stored_agent(6, tmp_path / "threads.db"))
+    base = serve(stored_agent(6, tmp_path / "threads.db", app_origin))
     assistant = page.locator("[data-testid=message][data-role=assistant]")
-    await open_usechat(page, usechat_dist, base, "bot", 6, thread="t1")
+    await open_usechat_from(page, app_origin, 6, base, agent="bot", thread="t1")
     await send(page, "only once")
     await expect(assistant).to_contain_text("User messages: only once")
     await wait_ready(page)
