@@ -11,6 +11,7 @@ benchmark reads the server's CPU time from /proc, so each server is its own proc
 
 from __future__ import annotations
 
+import resource
 import socket
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ UVICORN_SETTINGS: dict[str, Any] = {
     "log_level": "warning",
     "access_log": False,
     "lifespan": "on",
+    # As `chatgate serve` sets it: a burst of thousands of connections must not overflow the accept queue.
+    "backlog": 4096,
 }
 
 
@@ -52,6 +55,8 @@ def build_app(kind: str, argument: str) -> Any:
 
 def main() -> None:
     kind, argument = sys.argv[1], sys.argv[2]
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the scale benchmark opens 10,000 streams
     app = build_app(kind, argument)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -37,6 +37,7 @@ from chatgate.config import ProviderConfig
 from chatgate.errors import ProviderError
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
+from chatgate.providers.pool import ShardedTransport
 
 __all__ = [
     "INTERRUPTED",
@@ -67,9 +68,9 @@ def upstream_client() -> httpx.AsyncClient:
 
     Connections are pooled and kept alive between calls (no new TLS handshake per request); there is
     no cap on concurrent streams, and timeouts are set per request by each provider (app/providers/http.py).
+    The pool is sharded (app/providers/pool.py) so opening a stream costs the same however many are open.
     """
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
-    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), limits=limits)
+    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), transport=ShardedTransport())
 
 
 class HTTPProvider:
