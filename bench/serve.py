@@ -4,6 +4,7 @@
     python bench/serve.py floor FRAMES.json      the bare floor: replays captured frames (floor_app.py)
     python bench/serve.py proxy UPSTREAM_URL     the bare relay floor: forwards upstream bytes (floor_app.py)
     python bench/serve.py upstream TOKENS,PACE_MS a fake OpenAI-compatible upstream (fake_openai.py)
+    python bench/serve.py pydantic-ai SOURCE     pydantic-ai's UI adapters (peers_pydantic_ai.py, peers' venv)
 
 It binds a free port, prints it on the first line of stdout, then serves until SIGTERM/SIGINT. The
 benchmark reads the server's CPU time from /proc, so each server is its own process.
@@ -45,6 +46,10 @@ def build_app(kind: str, argument: str) -> Any:
         from floor_app import proxy_app
 
         return proxy_app(argument)
+    if kind == "pydantic-ai":
+        from peers_pydantic_ai import peer_app
+
+        return peer_app(argument)
     if kind == "upstream":
         from fake_openai import upstream_app
 
