@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -53,7 +54,7 @@ BUILTIN_CONFIG = f"""
 [agents.bench]
 model = "builtin:echo"
 default = true
-settings = {{ delay = {PACE_MS / 1000} }}
+model_settings = {{ delay = {PACE_MS / 1000} }}
 """
 
 
@@ -170,8 +171,12 @@ def main() -> None:
     parser.add_argument("--mode", choices=["relay", "builtin", "proxy"], default="relay")
     parser.add_argument("--watch", type=float, default=24.0, help="seconds the streams are held open")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--pool", choices=["sharded", "single"], default="sharded", help="single: chatgate's pool before sharding"
+    )
     args = parser.parse_args()
-    print(f"{args.mode}: upstream/model paced {PACE_MS} ms per token; {args.clients} client processes")
+    os.environ["BENCH_POOL"] = args.pool
+    print(f"{args.mode} ({args.pool} pool): paced {PACE_MS} ms per token; {args.clients} client processes")
     header = f"{'streams':>8} {'opened':>7} {'in s':>6} {'p50 s':>6} {'p99 s':>6} {'progressed':>10}"
     print(f"{header} {'errors':>8} {'peak RSS MiB':>12} {'open CPU s':>10} {'ms/stream':>9}")
     rows = []
@@ -189,7 +194,9 @@ def main() -> None:
             if row["errors"]:
                 print(f"         errors: {row['errors']}")
     if args.json:
-        args.json.write_text(json.dumps({"mode": args.mode, "pace_ms": PACE_MS, "rows": rows}, indent=2))
+        args.json.write_text(
+            json.dumps({"mode": args.mode, "pool": args.pool, "pace_ms": PACE_MS, "rows": rows}, indent=2)
+        )
 
 
 if __name__ == "__main__":

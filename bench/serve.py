@@ -12,6 +12,7 @@ benchmark reads the server's CPU time from /proc, so each server is its own proc
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import sys
@@ -32,11 +33,25 @@ UVICORN_SETTINGS: dict[str, Any] = {
 }
 
 
+def use_single_pool() -> None:
+    """Give chatgate one unsharded httpx pool, as before app/providers/pool.py (``scale.py --pool single``)."""
+    import httpx
+
+    import chatgate.server
+
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
+    chatgate.server.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
+        timeout=httpx.Timeout(10.0, read=None), limits=limits
+    )
+
+
 def build_app(kind: str, argument: str) -> Any:
     if kind == "chatgate":
         from chatgate.config import load_config
         from chatgate.server import create_app
 
+        if os.environ.get("BENCH_POOL") == "single":
+            use_single_pool()
         return create_app(load_config(argument))
     if kind == "floor":
         from floor_app import replay_app
