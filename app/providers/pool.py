@@ -37,8 +37,10 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         shard_size: int = 32,
         spare_shards: int = 2,
         keepalive_expiry: float = 30.0,
+        proxy: str | None = None,
     ) -> None:
         self._shard_size = shard_size
+        self._proxy = proxy
         self._spare_shards = spare_shards
         self._limits = httpx.Limits(
             max_connections=None, max_keepalive_connections=shard_size, keepalive_expiry=keepalive_expiry
@@ -75,7 +77,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
 
     def _take(self) -> _Shard:
         if not self._with_room:
-            shard = _Shard(httpx.AsyncHTTPTransport(verify=self._ssl_context, limits=self._limits))
+            shard = _Shard(httpx.AsyncHTTPTransport(verify=self._ssl_context, limits=self._limits, proxy=self._proxy))
             self._shards.append(shard)
             self._with_room.append(shard)
             self._empty += 1

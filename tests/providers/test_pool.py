@@ -4,7 +4,9 @@ import asyncio
 import contextlib
 
 import httpx
+import pytest
 
+from chatgate.providers.http import upstream_client
 from chatgate.providers.pool import ShardedTransport
 from tests.providers.fakes import FakeUpstream, Reply, openai_chunk
 
@@ -52,3 +54,13 @@ async def test_many_concurrent_streams_are_all_served() -> None:
         replies = await asyncio.gather(*(client.post(fake.url + "/v1/chat/completions", json={}) for _ in range(50)))
         assert all(reply.status_code == 200 and b"[DONE]" in reply.content for reply in replies)
         assert len(fake.requests) == 50
+
+
+async def test_the_upstream_client_still_honours_the_environments_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with FakeUpstream(OK) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        async with upstream_client() as client:
+            (await client.post("http://model.invalid/v1/chat/completions", json={})).raise_for_status()
+    assert proxy.requests[0].path == "http://model.invalid/v1/chat/completions"  # absolute form: proxied
