@@ -304,7 +304,7 @@ def machine() -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds of small batches (about 2-3 minutes)")
+    parser.add_argument("--quick", action="store_true", help="2 rounds of small batches (about 2-4 minutes)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--requests", type=int, default=40, help="requests per batch, burst")
     parser.add_argument("--paced-requests", type=int, default=20, help="requests per batch, paced")
