@@ -2,9 +2,10 @@
 
 The parent binds the socket, forks the workers and waits. Each worker builds its own app from the
 already validated config and runs it under ``GracefulServer``, so SIGTERM still ends its open streams
-in their protocol. The parent passes SIGTERM and SIGINT on to every worker, restarts a worker that dies
-on its own, and returns once all have stopped. Workers share nothing but the socket: limits and
-approvals that must hold across them need ``[server] redis_url``.
+in their protocol. The parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes
+each reload its config), restarts a worker that dies on its own, and returns once all have stopped.
+Workers share nothing but the socket: limits and approvals that must hold across them need
+``[server] redis_url``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 
 import uvicorn
 
-from chatgate.config import Config
+from chatgate.config import Config, load_config
+from chatgate.errors import ConfigError
 
 __all__ = ["serve_workers"]
 
@@ -54,14 +56,15 @@ def serve_workers(
         return process
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        if signum != signal.SIGHUP:  # SIGHUP: each worker reloads its config and carries on
+            stop.set()
         for process in processes:
             if process.pid is not None and process.exitcode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signum)
 
     processes.extend(start() for _ in range(workers))
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         while not stop.is_set():
             for index, process in enumerate(processes):
@@ -92,6 +95,10 @@ def _run_worker(
     os.setpgid(0, 0)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # uvicorn installs its own handlers once it runs
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the app's config watcher takes it
+    if config_path is not None:  # a replacement worker starts from the file as it is now
+        with contextlib.suppress(ConfigError):
+            config = load_config(config_path)
     app = create_app(config, config_path=config_path)
     server = server_factory(uvicorn.Config(app, **settings), app.state.stopping)
     server.run(sockets=[listening])

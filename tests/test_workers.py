@@ -58,3 +58,24 @@ def test_workers_must_be_at_least_one() -> None:
     result = subprocess.run([command, "serve", "--workers", "0"], capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert "--workers" in result.stderr
+
+
+def test_sighup_reaches_every_worker_and_the_server_keeps_serving(
+    tmp_path: Path, chatgate_process: ChatgateProcess
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[agents.one]\nmodel = "builtin:echo"\ndefault = true\n')
+    url, process = chatgate_process("--config", str(path), "--workers", "2")
+    path.write_text('[agents.two]\nmodel = "builtin:echo"\ndefault = true\n')
+    process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 20
+    answers: set[int] = set()
+    while time.monotonic() < deadline:  # every worker now knows agent "two" (requests spread over both)
+        answers = {httpx.post(f"{url}/agents/two/ag-ui", json=AG_UI, timeout=10).status_code for _ in range(10)}
+        if answers == {200}:
+            break
+        time.sleep(0.2)
+    assert answers == {200}
+    assert process.poll() is None
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0
