@@ -67,10 +67,10 @@ def test_sighup_reaches_every_worker_and_the_server_keeps_serving(
     path.write_text('[agents.one]\nmodel = "builtin:echo"\ndefault = true\n')
     url, process = chatgate_process("--config", str(path), "--workers", "2")
     path.write_text('[agents.two]\nmodel = "builtin:echo"\ndefault = true\n')
-    process.send_signal(signal.SIGHUP)
     deadline = time.monotonic() + 20
     answers: set[int] = set()
     while time.monotonic() < deadline:  # every worker now knows agent "two" (requests spread over both)
+        process.send_signal(signal.SIGHUP)  # again each time: a worker still starting ignores it
         answers = {httpx.post(f"{url}/agents/two/ag-ui", json=AG_UI, timeout=10).status_code for _ in range(10)}
         if answers == {200}:
             break
