@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
+from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
 from chatgate.files import check_files
@@ -118,6 +119,7 @@ def create_app(
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi_endpoint(protocols), methods=["GET"]),
         Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
+        *chat_page_routes(),
     ]
     for protocol in protocols:
         endpoint = _chat_endpoint(protocol)

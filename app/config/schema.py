@@ -62,6 +62,7 @@ class ServerSettings(_Strict):
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     redis_failure: Literal["closed", "open"] = "closed"
     log_format: Literal["text", "json"] = "text"
+    chat_page: bool = True
 
 
 class ServerToolConfig(_Strict):

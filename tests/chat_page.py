@@ -1,0 +1,57 @@
+"""Driving chatgate's own chat page (``GET /``) in Chromium: one browser per module, helpers per step."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from playwright.async_api import Browser, Locator, Page, async_playwright
+
+from tests.browser import ARTIFACTS_DIR, CHROMIUM_ARGS, chromium_path
+
+TIMEOUT_MS = 15_000
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """Headless system Chromium, closed on exit."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def open_page(page: Page, base_url: str, hash_: str = "") -> None:
+    """Open the chat page and wait until it is ready to chat."""
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(f"{base_url}/{hash_}")
+    await wait_status(page, "ready")
+
+
+async def send(page: Page, text: str) -> None:
+    """Type ``text`` and press the Send button."""
+    await page.get_by_label("Message", exact=True).fill(text)
+    await page.get_by_role("button", name="Send", exact=True).click()
+
+
+async def wait_status(page: Page, status: str) -> None:
+    """Wait until the chat's status reads ``status``."""
+    await page.wait_for_function(
+        "s => document.querySelector('[data-testid=status]')?.textContent === s", arg=status, timeout=TIMEOUT_MS
+    )
+
+
+def assistants(page: Page) -> Locator:
+    """The assistant's messages."""
+    return page.locator("[data-testid=message][data-role=assistant]")
+
+
+async def screenshot(page: Page, name: str) -> Path:
+    """Save the page as ``tests/artifacts/NAME.png``, the record of a test's last step."""
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    path = ARTIFACTS_DIR / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True)
+    return path
