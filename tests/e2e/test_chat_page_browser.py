@@ -61,7 +61,7 @@ def agents() -> Config:
             },
             "open": {**echo, "manage_system_prompt": "client", "system_prompt": "Default prompt."},
             "thinker": {**echo, "model_settings": {"reasoning": True}},
-            "slow": {**echo, "model_settings": {"delay": 0.2}},
+            "slow": {**echo, "model_settings": {"delay": 0.4}},
             "broken": {**echo, "model_settings": {"fail_after": 3}},
         },
         server={"approval_secret": "a-secret-of-enough-length"},
@@ -82,3 +82,163 @@ async def test_the_page_lists_the_agents_and_a_turn_streams(page: Page, serve: S
     await wait_status(page, "ready")
     await expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(2)
     await expect(page.get_by_test_id("error")).to_be_hidden()
+
+
+async def test_stop_ends_a_streaming_answer_where_it_is(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()), "#agent=slow")
+    await expect(page.get_by_label("Agent", exact=True)).to_have_value("slow")
+    await send(page, "take your time")
+    text = assistants(page).get_by_test_id("part-text")
+    await expect(text).to_contain_text("System")
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_disabled()
+    await page.get_by_role("button", name="Stop").click()
+    await wait_status(page, "ready")
+    stopped_at = await text.inner_text()
+    await page.wait_for_timeout(900)  # more than two words' time: nothing arrives after the stop
+    assert await text.inner_text() == stopped_at
+    assert "Last user message" not in stopped_at
+    await expect(page.get_by_test_id("error")).to_be_hidden()
+
+
+async def test_regenerate_answers_the_last_message_again(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    posts: list[str] = []
+    page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
+    await send(page, "once more")
+    await wait_status(page, "ready")
+    async with page.expect_request(lambda request: request.method == "POST"):
+        await page.get_by_role("button", name="Regenerate").click()
+    await wait_status(page, "ready")
+    await expect(assistants(page)).to_have_count(1)
+    await expect(assistants(page)).to_contain_text("Last user message: once more")
+    assert all(url.endswith("/agents/shop/chat") for url in posts)
+
+
+async def test_new_chat_starts_empty(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    await send(page, "first chat")
+    await expect(assistants(page)).to_contain_text("first chat")
+    await wait_status(page, "ready")
+    await page.get_by_role("button", name="New chat").click()
+    await expect(page.get_by_test_id("message")).to_have_count(0)
+    await expect(page.get_by_label("Message", exact=True)).to_be_focused()
+    bodies: list[dict[str, object]] = []
+    page.on("request", lambda request: bodies.append(request.post_data_json) if request.method == "POST" else None)
+    await send(page, "second chat")
+    await expect(assistants(page)).to_contain_text("Last user message: second chat")
+    assert len(bodies[0]["messages"]) == 1  # type: ignore[arg-type]
+
+
+async def test_a_frontend_tool_is_answered_in_the_page(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    await send(page, '/call pick_color {"palette": "warm"}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=pick_color]")
+    await expect(tool).to_have_attribute("data-state", "input-available")
+    await expect(tool.get_by_test_id("tool-input")).to_contain_text('"palette": "warm"')
+    await tool.get_by_label("Your answer for pick_color (JSON or text)").fill("red")
+    await tool.get_by_role("button", name="Send answer").click()
+    await expect(tool).to_have_attribute("data-state", "output-available")
+    await expect(assistants(page).get_by_test_id("part-text")).to_contain_text(
+        re.compile(r"Tool results: \S+ returned: red")
+    )
+    await wait_status(page, "ready")
+
+
+async def test_an_approved_tool_runs_on_the_server(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    await send(page, '/call add {"a": 2, "b": 3}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=add]")
+    await expect(tool).to_have_attribute("data-state", "approval-requested")
+    await tool.get_by_role("button", name="Approve add").click()
+    await expect(tool).to_have_attribute("data-state", "output-available")
+    await expect(tool.get_by_test_id("tool-output")).to_have_text("5")
+    await expect(assistants(page).get_by_test_id("part-text")).to_contain_text(
+        re.compile(r"Tool results: \S+ returned: 5")
+    )
+    await wait_status(page, "ready")
+
+
+async def test_a_denied_tool_never_runs(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    await send(page, '/call add {"a": 2, "b": 3}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=add]")
+    await expect(tool).to_have_attribute("data-state", "approval-requested")
+    await tool.get_by_role("button", name="Deny add").click()
+    await expect(tool).to_have_attribute("data-state", "output-denied")
+    await expect(tool).to_contain_text("You denied this call.")
+    await wait_status(page, "ready")
+    await expect(tool.get_by_test_id("tool-output")).to_have_count(0)
+
+
+async def test_reasoning_is_shown_before_the_answer(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()), "#agent=thinker")
+    await send(page, "think first")
+    assistant = assistants(page)
+    await expect(assistant.get_by_test_id("reasoning-text")).to_have_text("I will repeat what I was given.")
+    await expect(assistant.get_by_test_id("part-text")).to_contain_text("Last user message: think first")
+    await wait_status(page, "ready")
+
+
+async def test_a_model_failure_is_shown_to_the_user(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()), "#agent=broken")
+    await send(page, "this will break")
+    await expect(page.get_by_role("alert")).to_have_text("The model failed.")
+    await wait_status(page, "error")
+    await expect(assistants(page)).to_contain_text("System prompt:")
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
+
+
+async def test_the_model_cannot_put_html_in_the_page(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    hostile = (
+        "**bold** and *slanted* `<b>code</b>` [fine](https://example.com/a) [bad](javascript:alert(1)) "
+        "<img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script>"
+    )
+    await send(page, hostile)
+    answer = assistants(page).get_by_test_id("part-text")
+    await expect(answer).to_contain_text("<img src=x onerror=window.__pwned=1>")
+    await wait_status(page, "ready")
+    await expect(answer.locator("strong")).to_have_text("bold")
+    await expect(answer.locator("em")).to_have_text("slanted")
+    await expect(answer.locator("code")).to_have_text("<b>code</b>")
+    links = answer.locator("a")
+    await expect(links).to_have_count(1)
+    await expect(links).to_have_attribute("href", "https://example.com/a")
+    await expect(links).to_have_attribute("rel", "noopener noreferrer nofollow")
+    await expect(answer).to_contain_text("[bad](javascript:alert(1))")
+    assert await page.locator("[data-testid=messages] img, [data-testid=messages] script, b").count() == 0
+    assert await page.evaluate("window.__pwned") is None
+
+
+async def test_the_system_message_field_is_only_for_client_mode_agents(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    field = page.get_by_label("System message (this agent lets the client write it)")
+    await expect(field).to_be_hidden()
+    await page.get_by_label("Agent", exact=True).select_option("open")
+    await expect(page.get_by_test_id("policy")).to_contain_text("written by you")
+    await expect(field).to_be_visible()
+    await field.fill("Answer like a pirate.")
+    await send(page, "ahoy")
+    await expect(assistants(page)).to_contain_text("System prompt: Answer like a pirate.")
+    await wait_status(page, "ready")
+    await page.get_by_label("Agent", exact=True).select_option("thinker")
+    await expect(field).to_be_hidden()
+    await expect(page.get_by_test_id("message")).to_have_count(0)
+
+
+async def test_the_keyboard_sends_and_breaks_lines(page: Page, serve: Serve) -> None:
+    await open_page(page, serve(agents()))
+    await page.keyboard.press("Tab")  # from the top: the agent picker comes first
+    await expect(page.get_by_label("Agent", exact=True)).to_be_focused()
+    outline = await page.get_by_label("Agent", exact=True).evaluate("e => getComputedStyle(e).outlineStyle")
+    assert outline not in ("", "none")
+    await page.get_by_label("Message", exact=True).focus()
+    await page.keyboard.type("line one")
+    await page.keyboard.press("Shift+Enter")
+    await page.keyboard.type("line two")
+    await page.keyboard.press("Enter")
+    user = page.locator("[data-testid=message][data-role=user] [data-testid=part-text]")
+    await expect(user).to_have_text("line one\nline two")
+    await expect(assistants(page)).to_contain_text("line two")
+    await expect(page.get_by_label("Message", exact=True)).to_have_value("")
+    await wait_status(page, "ready")

@@ -15,6 +15,7 @@ const $ = (id) => document.getElementById(id);
 
 // ---- the chat: AbstractChat over a state that tells the page when to redraw -------------------------
 
+// The chat mutates the streaming message in place; a copy per change lets the page see what changed.
 class PageChatState {
   #status = "ready";
   #error = undefined;
@@ -37,7 +38,7 @@ class PageChatState {
     this.changed();
   }
   pushMessage = (message) => {
-    this.messages = [...this.messages, message];
+    this.messages = [...this.messages, structuredClone(message)];
     this.changed();
   };
   popMessage = () => {
@@ -45,7 +46,7 @@ class PageChatState {
     this.changed();
   };
   replaceMessage = (index, message) => {
-    this.messages = this.messages.with(index, message);
+    this.messages = this.messages.with(index, structuredClone(message));
     this.changed();
   };
   snapshot = (value) => structuredClone(value);
