@@ -21,7 +21,8 @@ Decoding (``adapters/ag_ui_wire.py`` holds the wire types):
 
 Encoding: ``RUN_STARTED``, then one event per run event, then exactly one of ``RUN_FINISHED`` or
 ``RUN_ERROR``. Reasoning spans open ``REASONING_START`` and ``REASONING_MESSAGE_START`` under the same
-id; ``provider_data`` leaves as ``REASONING_ENCRYPTED_VALUE`` (its JSON text). Token usage is summed
+id; ``provider_data`` leaves as ``REASONING_ENCRYPTED_VALUE`` (its JSON text). A server-held thread's
+``RunInput.snapshot`` goes out as ``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. Token usage is summed
 into ``RUN_FINISHED.usage``; tool approval requests become ``RUN_FINISHED`` interrupts. Frames are
 LF-only and carry no ``null``.
 """
@@ -37,6 +38,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from chatgate.adapters import ag_ui_wire as wire
+from chatgate.adapters.ag_ui_snapshot import snapshot_messages
 from chatgate.adapters.base import decode_body, sse_frame
 from chatgate.config import AgentConfig
 from chatgate.events import (
@@ -263,6 +265,7 @@ class _RunEncoder:
 
     def __init__(self, run_input: RunInput, agent: AgentConfig) -> None:
         self._run = {"threadId": run_input.thread_id, "runId": run_input.run_id}
+        self._snapshot = run_input.snapshot
         self._agent = agent
         # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
         self._texts: dict[str, bytes] = {}
@@ -291,6 +294,8 @@ class _RunEncoder:
     async def stream(self, events: AsyncIterator[RunEvent]) -> AsyncGenerator[bytes, None]:
         """Frames for ``events``; ends with exactly one terminal event whatever the iterator does."""
         yield sse_frame({"type": "RUN_STARTED", **self._run})
+        if self._snapshot is not None:
+            yield sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": snapshot_messages(self._snapshot)})
         texts, reasoning, tool_calls, handlers = self._texts, self._reasoning, self._tool_calls, self._handlers
         try:
             async for event in events:

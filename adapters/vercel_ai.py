@@ -8,8 +8,9 @@ tool call, so the model reads calls and results in the order they happened. ``so
 ``source-document``, ``step-start``, ``data-*`` and unknown part types are UI-only and never reach
 the model; neither do files in assistant messages, and a user message left with no text or file is
 dropped. Later steps of one assistant message get ids ``ID:1``, ``ID:2``, ... A body with only the
-newest ``message`` is refused: chatgate does not hold conversations yet, so the full history is
-required. Both triggers decode alike: a regenerate answers the history as sent.
+newest ``message`` decodes to that one message with ``newest_only`` set: only an agent with
+``conversations = "server"`` accepts it (the server holds the rest). ``regenerate-message`` sets
+``regenerate``; a stateless agent answers the history as sent.
 
 Encode: ``start``, then one chunk per run event, then ``finish`` and ``[DONE]``. Deltas are written
 from byte prefixes built when their part opens, so a token costs one ``to_json`` of its text.
@@ -31,13 +32,15 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import from_json, to_json
 
 from chatgate.adapters.base import decode_body, sse_frame
+from chatgate.adapters.vercel_ai_messages import ui_messages
 from chatgate.adapters.vercel_ai_wire import (
+    NEWEST,
     REQUEST,
     FileUIPart,
     ReasoningUIPart,
@@ -132,10 +135,20 @@ class VercelAIProtocol:
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``DefaultChatTransport`` body; 400 for bad JSON, 422 naming a wrong field."""
         request = decode_body(body, REQUEST)
+        if request.messages is None and request.message is not None:
+            newest = decode_body(to_json(request.message), NEWEST)
+            messages, approvals = _history([newest])
+            return RunInput(
+                messages=messages,
+                thread_id=request.id,
+                run_id=new_id("run"),
+                variables=dict(request.model_extra or {}),
+                approvals=approvals,
+                continue_message_id=request.messageId if newest.role == "assistant" else None,
+                newest_only=True,
+                regenerate=request.trigger == "regenerate-message",
+            )
         if request.messages is None:
-            if request.message is not None:
-                problem = "the full history is required: send messages (chatgate does not hold conversations yet)"
-                raise RequestError(422, "history_required", f"messages: {problem}", [_detail("messages", problem)])
             problem = "Field required"
             raise RequestError(
                 422, "invalid_request", f"the request is invalid: messages: {problem}", [_detail("messages", problem)]
@@ -150,7 +163,12 @@ class VercelAIProtocol:
             variables=dict(request.model_extra or {}),
             approvals=approvals,
             continue_message_id=continued,
+            regenerate=request.trigger == "regenerate-message",
         )
+
+    def ui_messages(self, history: Sequence[tuple[Message, str]], agent: AgentConfig) -> list[dict[str, Any]]:
+        """A stored thread as the UIMessages ``useChat({messages})`` takes after a reload."""
+        return ui_messages(history, agent.vercel_ai_version)
 
     def headers(self, agent: AgentConfig) -> Mapping[str, str]:
         """``cache-control``, ``x-vercel-ai-ui-message-stream: v1`` and ``x-accel-buffering``."""

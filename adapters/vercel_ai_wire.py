@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
 
 __all__ = [
+    "NEWEST",
     "REQUEST",
     "ChatRequest",
     "FileUIPart",
@@ -159,3 +160,6 @@ class ChatRequest(BaseModel):
 
 REQUEST: TypeAdapter[ChatRequest] = TypeAdapter(ChatRequest)
 """Validates a useChat request body."""
+
+NEWEST: TypeAdapter[UIMessage] = TypeAdapter(UIMessage)
+"""Validates the newest-only ``message`` of a useChat request."""

@@ -42,6 +42,10 @@ class RunInput:
     props, extra useChat body fields); only operator-allowed ones are ever used. ``approvals`` are
     answers to tool approval requests; ``continue_message_id`` is the assistant message a useChat
     client asks to continue (after a tool output or an approval) instead of starting a new one.
+
+    For server-held threads (docs/conversations.md): ``newest_only`` marks a body that sent only its
+    newest message, ``regenerate`` a request to answer the last user turn again, and ``snapshot``
+    the stored history a protocol should send the client before the run's own events.
     """
 
     messages: tuple[Message, ...]
@@ -51,3 +55,6 @@ class RunInput:
     variables: Mapping[str, Any] = field(default_factory=dict)
     approvals: tuple[ApprovalResponse, ...] = ()
     continue_message_id: str | None = None
+    newest_only: bool = False
+    regenerate: bool = False
+    snapshot: tuple[Message, ...] | None = None

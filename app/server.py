@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
+from chatgate.caller import caller_of
 from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
@@ -39,6 +40,10 @@ from chatgate.reload import ConfigWatcher
 from chatgate.run_input import RunInput
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
+from chatgate.store import open_store
+from chatgate.thread_routes import thread_routes
+from chatgate.thread_run import close_thread_runs
+from chatgate.thread_stage import open_thread_turn
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]
 
@@ -94,6 +99,9 @@ def create_app(
                 ", ".join(config.agents) or "none",
                 config.default_agent or "none",
             )
+            # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
+            store_url = config.store_url
+            app.state.store = await open_store(store_url, config.base_dir) if store_url else None
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
@@ -109,6 +117,9 @@ def create_app(
                     watching.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await watching
+                await close_thread_runs(app.state.thread_runs)
+                if app.state.store is not None:
+                    await app.state.store.close()
                 await app.state.agents.aclose()
                 if app.state.redis is not None:
                     await app.state.redis.aclose()
@@ -126,6 +137,7 @@ def create_app(
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", _no_stream_to_resume, methods=["GET"]))
+    routes += thread_routes(protocols)
 
     app = ChatgateApp(
         routes=routes,
@@ -141,6 +153,7 @@ def create_app(
     app.state.stopping = asyncio.Event()
     app.state.metrics = Metrics()
     app.state.readiness = []  # named dependency checks for /readyz (app/readiness.py)
+    app.state.thread_runs = set()
     return app
 
 
@@ -191,7 +204,27 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         run_input = _decode(protocol, body)
         check_files(run_input.messages, settings)
         metrics: Metrics = request.app.state.metrics
-        events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
+        if agent.config.conversations == "server":
+            turn = await open_thread_turn(
+                request.app.state.store,
+                agent,
+                caller_of(request),
+                run_input,
+                protocol=protocol.name,
+                base_dir=registry.config.base_dir,
+                stopping=request.app.state.stopping,
+                finish_on_disconnect=registry.config.store.finish_on_disconnect,
+                runs=request.app.state.thread_runs,
+                metrics=metrics,
+            )
+            run_input, events = turn.run_input, turn.events
+        elif run_input.newest_only:
+            problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
+            raise RequestError(
+                422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
+            )
+        else:
+            events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
         frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)
         meter = metrics.stream(protocol.name, agent.name, started)

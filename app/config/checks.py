@@ -35,7 +35,9 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
         problems += _tool_problems(name, agent, config.base_dir)
-        problems += _prompt_problems(name, agent, config.base_dir)
+        problems += _prompt_problems(f"agents.{name}.system_prompt", agent.system_prompt, config.base_dir)
+        for prompt_name, prompt in agent.prompts.items():
+            problems += _prompt_problems(f"agents.{name}.prompts.{prompt_name}", prompt, config.base_dir)
         if agent.provider_name == "builtin":
             if agent.model_name not in BUILTIN_MODELS:
                 problems.append(
@@ -58,13 +60,11 @@ def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: Provider
     return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
 
 
-def _prompt_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
+def _prompt_problems(where: str, prompt: str | SystemPromptConfig | None, base_dir: Path) -> list[str]:
     from chatgate.prompts import PLACEHOLDER
 
-    prompt = agent.system_prompt
     if not isinstance(prompt, SystemPromptConfig):
         return []
-    where = f"agents.{agent_name}.system_prompt"
     problems = [
         f"{where}.template: placeholder {{{{{name}}}}} has no variable"
         for name in dict.fromkeys(PLACEHOLDER.findall(prompt.template))

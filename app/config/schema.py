@@ -31,6 +31,7 @@ __all__ = [
     "ProviderTimeouts",
     "ServerSettings",
     "ServerToolConfig",
+    "StoreSettings",
     "SystemPromptConfig",
     "VariableConfig",
     "VercelAIVersion",
@@ -63,6 +64,13 @@ class ServerSettings(_Strict):
     redis_failure: Literal["closed", "open"] = "closed"
     log_format: Literal["text", "json"] = "text"
     chat_page: bool = True
+
+
+class StoreSettings(_Strict):
+    """``[store]``: where server-held conversations live (see docs/conversations.md)."""
+
+    url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
+    finish_on_disconnect: bool = True
 
 
 class ServerToolConfig(_Strict):
@@ -158,6 +166,8 @@ class AgentConfig(_Strict):
     tools: dict[str, ServerToolConfig] = Field(default_factory=dict)
     client_tools: dict[str, ClientToolConfig] = Field(default_factory=dict)
     max_steps: int = Field(default=10, ge=1)
+    conversations: Literal["client", "server"] = "client"
+    prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
 
     @field_validator("model")
     @classmethod
@@ -186,6 +196,7 @@ class Config(_Strict):
     server: ServerSettings = Field(default_factory=ServerSettings)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
     @field_validator("agents")
     @classmethod
@@ -212,6 +223,19 @@ class Config(_Strict):
     def files_read(self) -> tuple[Path, ...]:
         """The files loading read: the config file and every ``${file:}`` it references."""
         return self._files_read
+
+    @property
+    def store_url(self) -> str | None:
+        """The store's URL, or None when nothing needs a store.
+
+        ``[store] url`` when set, else ``chatgate.db`` beside the config file if an agent keeps server
+        conversations.
+        """
+        if self.store.url is not None:
+            return self.store.url
+        if any(agent.conversations == "server" for agent in self.agents.values()):
+            return f"sqlite:///{self.base_dir / 'chatgate.db'}"
+        return None
 
     @property
     def default_agent(self) -> str | None:

@@ -198,10 +198,16 @@ def test_empty_messages_is_422() -> None:
     assert (error.status, fields(error)) == (422, ["messages"])
 
 
-def test_only_the_newest_message_asks_for_the_full_history() -> None:
-    error = refused(b'{"id": "c", "message": {"id": "u1", "role": "user", "parts": []}}')
-    assert (error.status, error.code, fields(error)) == (422, "history_required", ["messages"])
-    assert "full history is required" in error.message
+def test_only_the_newest_message_decodes_marked_newest_only() -> None:
+    body = b'{"id": "c", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}}'
+    run_input = protocol.decode(body)
+    assert run_input.newest_only and run_input.thread_id == "c"
+    assert [(m.id, m.text) for m in run_input.messages if isinstance(m, UserMessage)] == [("u1", "hi")]
+
+
+def test_a_regenerate_is_marked() -> None:
+    body = b'{"id": "c", "trigger": "regenerate-message", "messages": [{"id": "u1", "role": "user", "parts": []}]}'
+    assert protocol.decode(body).regenerate
 
 
 def test_an_unknown_role_is_422_naming_it() -> None:

@@ -1,0 +1,100 @@
+"""History as AG-UI messages: what ``MESSAGES_SNAPSHOT`` carries for a server-held thread.
+
+The inverse of decoding: user text (or text and media parts), assistant text with ``toolCalls``,
+reasoning as a ``reasoning`` message, tool results as ``tool`` messages (``error`` when failed).
+Provider data travels as ``encryptedValue`` (its JSON text), as in the live stream. System
+messages are never part of a stored thread and are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_core import to_json
+
+from chatgate.history import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+)
+
+__all__ = ["snapshot_messages"]
+
+_MEDIA_KINDS = ("image", "audio", "video")
+
+
+def snapshot_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """The AG-UI ``messages`` of a ``MESSAGES_SNAPSHOT`` for ``history``; ids are kept."""
+    messages: list[dict[str, Any]] = []
+    for message in history:
+        if isinstance(message, UserMessage):
+            messages.append({"id": message.id, "role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            messages.extend(_assistant(message))
+        elif isinstance(message, ToolMessage):
+            tool: dict[str, Any] = {
+                "id": message.id or f"result_{message.tool_call_id}",
+                "role": "tool",
+                "toolCallId": message.tool_call_id,
+                "content": message.content,
+            }
+            if message.is_error:
+                tool["error"] = message.content
+            messages.append(tool)
+    return messages
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, TextPart) for part in message.parts):
+        return message.text
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, FilePart):
+            parts.append(_media(part))
+    return parts
+
+
+def _media(part: FilePart) -> dict[str, Any]:
+    major = part.media_type.split("/", 1)[0]
+    kind = major if major in _MEDIA_KINDS else "document"
+    if part.url.startswith("data:") and ";base64," in part.url:
+        data = part.url.split(";base64,", 1)[1]
+        return {"type": kind, "source": {"type": "data", "value": data, "mimeType": part.media_type}}
+    return {"type": kind, "source": {"type": "url", "value": part.url, "mimeType": part.media_type}}
+
+
+def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for index, part in enumerate(message.parts):
+        if isinstance(part, ReasoningPart):
+            reasoning: dict[str, Any] = {"id": f"{message.id}:r{index}", "role": "reasoning", "content": part.text}
+            if part.provider_data:
+                reasoning["encryptedValue"] = to_json(dict(part.provider_data)).decode()
+            out.append(reasoning)
+    assistant: dict[str, Any] = {"id": message.id, "role": "assistant"}
+    if message.text:
+        assistant["content"] = message.text
+    calls = []
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            call: dict[str, Any] = {
+                "id": part.tool_call_id,
+                "type": "function",
+                "function": {"name": part.name, "arguments": part.arguments},
+            }
+            if part.provider_data:
+                call["encryptedValue"] = to_json(dict(part.provider_data)).decode()
+            calls.append(call)
+    if calls:
+        assistant["toolCalls"] = calls
+    if message.text or calls:
+        out.append(assistant)
+    return out

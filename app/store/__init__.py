@@ -1,0 +1,54 @@
+"""Server-held conversations: the ``ThreadStore`` interface and ``open_store`` for a ``[store] url``.
+
+Nothing outside this package writes SQL. See docs/conversations.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chatgate.store.base import (
+    STALE_RUN_SECONDS,
+    AuditEntry,
+    MessageStatus,
+    NewMessage,
+    StoredMessage,
+    SystemState,
+    ThreadBusy,
+    ThreadInfo,
+    ThreadStore,
+    ThreadSummary,
+)
+from chatgate.store.postgres import PostgresEngine
+from chatgate.store.sql import SqlThreadStore
+from chatgate.store.sqlite import SqliteEngine, sqlite_path
+
+__all__ = [
+    "STALE_RUN_SECONDS",
+    "AuditEntry",
+    "MessageStatus",
+    "NewMessage",
+    "StoredMessage",
+    "SystemState",
+    "ThreadBusy",
+    "ThreadInfo",
+    "ThreadStore",
+    "ThreadSummary",
+    "open_store",
+]
+
+
+async def open_store(url: str, base_dir: Path) -> SqlThreadStore:
+    """Connect to ``url`` (``sqlite:///...`` or ``postgresql://...``) and bring its schema up to date."""
+    engine: SqliteEngine | PostgresEngine
+    if url.startswith("sqlite:///"):
+        engine = await SqliteEngine.open(sqlite_path(url, base_dir))
+    else:
+        engine = await PostgresEngine.open(url)
+    store = SqlThreadStore(engine)
+    try:
+        await store.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    return store

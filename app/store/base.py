@@ -1,0 +1,202 @@
+"""``ThreadStore``: the one interface to server-held conversations, and the records it returns.
+
+Each engine (``sqlite.py``, ``postgres.py``) provides a small ``Engine``; ``sql.py`` holds the one
+implementation of ``ThreadStore`` over it, so both engines run exactly the same statements and rules.
+Threads are addressed by ``(owner, agent, id)``: another owner's thread with the same id is simply
+another thread, so it can be neither read nor disturbed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+from chatgate.errors import RequestError
+from chatgate.history import Message
+
+__all__ = [
+    "STALE_RUN_SECONDS",
+    "AuditEntry",
+    "MessageStatus",
+    "NewMessage",
+    "StoredMessage",
+    "SystemState",
+    "ThreadBusy",
+    "ThreadInfo",
+    "ThreadStore",
+    "ThreadSummary",
+]
+
+MessageStatus: TypeAlias = Literal["complete", "partial", "error"]
+
+STALE_RUN_SECONDS = 15.0
+"""A run whose heartbeat (its checkpoint, every second or so) is older than this died with its process."""
+
+
+@dataclass(frozen=True, slots=True)
+class SystemState:
+    """A thread's system message: the agent's own prompt, a named prompt, or free text."""
+
+    kind: Literal["agent", "prompt", "text"] = "agent"
+    value: str | None = None
+
+    def as_json(self) -> dict[str, str | None]:
+        """``{"kind", "prompt"|"text"}`` for the HTTP API."""
+        if self.kind == "prompt":
+            return {"kind": "prompt", "prompt": self.value}
+        if self.kind == "text":
+            return {"kind": "text", "text": self.value}
+        return {"kind": "agent"}
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadInfo:
+    """One thread's row: who owns it, its system message, revision and the run holding it, if any."""
+
+    key: str
+    owner: str
+    agent: str
+    id: str
+    system: SystemState
+    revision: int
+    active_run: str | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadSummary:
+    """A line of ``GET /agents/{agent}/threads``."""
+
+    id: str
+    title: str
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A stored message: ``id`` is the server's, ``client_id`` the id the client gave it (if any)."""
+
+    id: str
+    client_id: str | None
+    seq: int
+    message: Message
+    status: MessageStatus
+    run_id: str | None = None
+
+    @property
+    def public_id(self) -> str:
+        """The id clients know this message by."""
+        return self.client_id or self.id
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to append: the history message (its ``id`` is the server id) and the client's id."""
+
+    message: Message
+    client_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One change of a thread's system message: ``seed``, ``swap`` or ``reset``, by which key, when."""
+
+    action: Literal["seed", "swap", "reset"]
+    system: SystemState
+    by: str | None
+    at: float
+
+
+class ThreadBusy(RequestError):
+    """409 ``thread_busy``: another run holds the thread, or it changed under this request."""
+
+    def __init__(self, message: str = "another run is in progress on this thread; try again when it ends") -> None:
+        super().__init__(409, "thread_busy", message)
+
+
+class ThreadStore(Protocol):
+    """Server-held threads. Every method is one transaction; see ``sql.py`` for the rules."""
+
+    async def get_thread(self, owner: str, agent: str, thread_id: str) -> ThreadInfo | None:
+        """The thread, or None if this owner has none by that id."""
+        ...
+
+    async def list_threads(self, owner: str, agent: str) -> list[ThreadSummary]:
+        """The owner's threads on ``agent``, most recently updated first."""
+        ...
+
+    async def messages(self, thread: ThreadInfo) -> list[StoredMessage]:
+        """The thread's messages in order."""
+        ...
+
+    async def begin_run(
+        self,
+        owner: str,
+        agent: str,
+        thread_id: str,
+        run_id: str,
+        *,
+        revision: int,
+        append: Sequence[NewMessage] = (),
+        drop_from_seq: int | None = None,
+    ) -> ThreadInfo:
+        """Make ``run_id`` the thread's one running run (creating the thread if ``revision`` is 0).
+
+        Atomic: succeeds only if no live run holds the thread and its revision is still ``revision``,
+        else raises ``ThreadBusy``. In the same transaction drops messages from ``drop_from_seq`` on
+        (a regenerate) and appends ``append`` (the user's turn), so it is committed before the model runs.
+        """
+        ...
+
+    async def checkpoint(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message]) -> None:
+        """Save what the run said so far as ``partial`` and refresh its heartbeat."""
+        ...
+
+    async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:
+        """Save the run's turn with ``status`` and release the thread."""
+        ...
+
+    async def set_system(
+        self, owner: str, agent: str, thread_id: str, system: SystemState, *, by: str | None, revision: int | None
+    ) -> ThreadInfo:
+        """Seed (no messages yet, creating the thread) or swap the system message; history is kept."""
+        ...
+
+    async def reset(
+        self,
+        owner: str,
+        agent: str,
+        thread_id: str,
+        system: SystemState | None,
+        *,
+        by: str | None,
+        revision: int | None,
+    ) -> ThreadInfo:
+        """Clear the messages; keep the system message (``system`` None) or replace it."""
+        ...
+
+    async def delete(self, owner: str, agent: str, thread_id: str) -> bool:
+        """Remove a thread and everything in it; False if there was none."""
+        ...
+
+    async def audit(self, thread: ThreadInfo) -> list[AuditEntry]:
+        """The thread's system-message changes, oldest first."""
+        ...
+
+    async def claim_approval(self, approval_id: str, thread: ThreadInfo) -> bool:
+        """Claim a single-use approval: True exactly once per ``approval_id``, across processes."""
+        ...
+
+    async def settle_approval(self, approval_id: str, outcome: str) -> None:
+        """Record what a claimed approval produced (JSON text), for replays."""
+        ...
+
+    async def settled_approval(self, approval_id: str) -> str | None:
+        """The outcome recorded for ``approval_id``, if settled."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connections."""
+        ...

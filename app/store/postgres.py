@@ -1,0 +1,55 @@
+"""The PostgreSQL engine (``postgresql://...``): an ``asyncpg`` pool, for several replicas on one database.
+
+Migrations take a transaction-scoped advisory lock, so replicas starting together apply them once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+
+__all__ = ["PostgresEngine"]
+
+_MIGRATION_LOCK_ID = 0x63686174  # "chat"
+
+
+class _Transaction:
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        status: str = await self._connection.execute(sql, *args)
+        last = status.rsplit(" ", 1)[-1]
+        return int(last) if last.isdigit() else 0
+
+    async def fetch(self, sql: str, *args: Any) -> list[Mapping[str, Any]]:
+        rows: list[Mapping[str, Any]] = await self._connection.fetch(sql, *args)
+        return rows
+
+
+class PostgresEngine:
+    """A pool of connections to one PostgreSQL database."""
+
+    migration_lock: str | None = f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})"
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresEngine:
+        """Connect a pool to ``url``."""
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=10)
+        return cls(pool)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_Transaction]:
+        """A transaction on a pooled connection."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            yield _Transaction(connection)
+
+    async def close(self) -> None:
+        """Close the pool."""
+        await self._pool.close()

@@ -1,0 +1,59 @@
+"""The store's schema as numbered migrations, applied in order at start (``schema_version`` records the last).
+
+The statements are plain SQL both SQLite and PostgreSQL accept. Times are seconds since the epoch
+(``DOUBLE PRECISION``) so both engines compare them the same way. A new version is a new entry at the
+end; an entry, once released, never changes.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: threads, messages, the audit of system-message changes, approvals.
+    (
+        """CREATE TABLE threads (
+            key TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            id TEXT NOT NULL,
+            system_kind TEXT NOT NULL DEFAULT 'agent',
+            system_value TEXT,
+            revision BIGINT NOT NULL DEFAULT 0,
+            active_run TEXT,
+            heartbeat DOUBLE PRECISION,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            UNIQUE (owner, agent, id)
+        )""",
+        "CREATE INDEX threads_by_owner ON threads (owner, agent, updated_at)",
+        """CREATE TABLE messages (
+            thread_key TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            id TEXT NOT NULL,
+            client_id TEXT,
+            role TEXT NOT NULL,
+            body TEXT NOT NULL,
+            status TEXT NOT NULL,
+            run_id TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (thread_key, seq)
+        )""",
+        """CREATE TABLE system_audit (
+            thread_key TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            action TEXT NOT NULL,
+            system_kind TEXT NOT NULL,
+            system_value TEXT,
+            by_key TEXT
+        )""",
+        "CREATE INDEX system_audit_by_thread ON system_audit (thread_key, at)",
+        """CREATE TABLE approvals (
+            approval_id TEXT PRIMARY KEY,
+            thread_key TEXT NOT NULL,
+            claimed_at DOUBLE PRECISION NOT NULL,
+            outcome TEXT,
+            settled_at DOUBLE PRECISION
+        )""",
+    ),
+)

@@ -1,0 +1,417 @@
+"""``SqlThreadStore``: the one ``ThreadStore`` implementation, over a small per-engine ``Engine``.
+
+Statements use ``$1``-style parameters (the SQLite engine rewrites them). Every public method is one
+transaction. The rules that keep a thread consistent live here, in SQL:
+
+- one running run per thread: ``begin_run`` is a conditional update of ``active_run`` that succeeds
+  only when no live run holds the thread and the revision is the one the request read;
+- a run's turn is written only while that run still holds the thread (``active_run = run``), so a run
+  that lost the thread (declared dead, thread reset or deleted) cannot overwrite anything;
+- a run's heartbeat is refreshed at each checkpoint; one silent for ``STALE_RUN_SECONDS`` died with its
+  process and no longer blocks the thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from chatgate.errors import RequestError
+from chatgate.history import Message
+from chatgate.ids import new_id
+from chatgate.store.base import (
+    STALE_RUN_SECONDS,
+    AuditEntry,
+    MessageStatus,
+    NewMessage,
+    StoredMessage,
+    SystemState,
+    ThreadBusy,
+    ThreadInfo,
+    ThreadSummary,
+)
+from chatgate.store.codec import decode_message, encode_message
+from chatgate.store.schema import MIGRATIONS
+
+__all__ = ["Engine", "SqlThreadStore", "Transaction"]
+
+_THREAD_COLUMNS = "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at"
+
+
+class Transaction(Protocol):
+    """One open transaction."""
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        """Run a statement; the number of rows it changed."""
+        ...
+
+    async def fetch(self, sql: str, *args: Any) -> list[Mapping[str, Any]]:
+        """Run a query; its rows."""
+        ...
+
+
+class Engine(Protocol):
+    """What a database engine provides: transactions, and the statement that serialises migrations."""
+
+    migration_lock: str | None
+
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        """A transaction: committed when the block ends, rolled back when it raises."""
+        ...
+
+    async def close(self) -> None:
+        """Close the connections."""
+        ...
+
+
+class SqlThreadStore:
+    """``ThreadStore`` over an ``Engine``. Call ``migrate()`` once before use (``open_store`` does)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def migrate(self) -> int:
+        """Apply the migrations this database has not seen; returns the schema version."""
+        async with self._engine.transaction() as tx:
+            if self._engine.migration_lock:
+                await tx.fetch(self._engine.migration_lock)
+            await tx.execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
+            rows = await tx.fetch("SELECT MAX(version) AS version FROM schema_version")
+            current = int(rows[0]["version"] or 0) if rows else 0
+            for version, statements in enumerate(MIGRATIONS, start=1):
+                if version <= current:
+                    continue
+                for statement in statements:
+                    await tx.execute(statement)
+                await tx.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
+            return len(MIGRATIONS)
+
+    async def get_thread(self, owner: str, agent: str, thread_id: str) -> ThreadInfo | None:
+        """The thread, or None if this owner has none by that id."""
+        async with self._engine.transaction() as tx:
+            return await _thread(tx, owner, agent, thread_id)
+
+    async def list_threads(self, owner: str, agent: str) -> list[ThreadSummary]:
+        """The owner's threads on ``agent``, most recently updated first, titled by the first user text."""
+        async with self._engine.transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT t.id, t.updated_at, (SELECT m.body FROM messages m WHERE m.thread_key = t.key"
+                " AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_user"
+                " FROM threads t WHERE t.owner = $1 AND t.agent = $2 ORDER BY t.updated_at DESC",
+                owner,
+                agent,
+            )
+        summaries = []
+        for row in rows:
+            title = ""
+            if row["first_user"] is not None:
+                first = decode_message("user", row["first_user"], "")
+                title = getattr(first, "text", "")[:80]
+            summaries.append(ThreadSummary(row["id"], title, float(row["updated_at"])))
+        return summaries
+
+    async def messages(self, thread: ThreadInfo) -> list[StoredMessage]:
+        """The thread's messages in order."""
+        async with self._engine.transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT seq, id, client_id, role, body, status, run_id FROM messages"
+                " WHERE thread_key = $1 ORDER BY seq",
+                thread.key,
+            )
+        return [
+            StoredMessage(
+                row["id"],
+                row["client_id"],
+                int(row["seq"]),
+                decode_message(row["role"], row["body"], row["id"]),
+                row["status"],
+                row["run_id"],
+            )
+            for row in rows
+        ]
+
+    async def begin_run(
+        self,
+        owner: str,
+        agent: str,
+        thread_id: str,
+        run_id: str,
+        *,
+        revision: int,
+        append: Sequence[NewMessage] = (),
+        drop_from_seq: int | None = None,
+    ) -> ThreadInfo:
+        """Take the thread for ``run_id`` and commit the user's turn; ``ThreadBusy`` if it cannot."""
+        now = time.time()
+        async with self._engine.transaction() as tx:
+            if revision == 0:
+                await tx.execute(
+                    "INSERT INTO threads (key, owner, agent, id, created_at, updated_at)"
+                    " VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (owner, agent, id) DO NOTHING",
+                    new_id("thr"),
+                    owner,
+                    agent,
+                    thread_id,
+                    now,
+                )
+            taken = await tx.execute(
+                "UPDATE threads SET active_run = $1, heartbeat = $2, revision = revision + 1, updated_at = $2"
+                " WHERE owner = $3 AND agent = $4 AND id = $5 AND revision = $6"
+                " AND (active_run IS NULL OR heartbeat < $7)",
+                run_id,
+                now,
+                owner,
+                agent,
+                thread_id,
+                revision,
+                now - STALE_RUN_SECONDS,
+            )
+            if taken != 1:
+                raise ThreadBusy()
+            thread = await _thread(tx, owner, agent, thread_id)
+            assert thread is not None
+            # A run that died with its process leaves its turn marked partial; it is no longer anyone's run.
+            await tx.execute(
+                "UPDATE messages SET run_id = NULL WHERE thread_key = $1 AND run_id IS NOT NULL", thread.key
+            )
+            if drop_from_seq is not None:
+                await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND seq >= $2", thread.key, drop_from_seq)
+            seq = await _next_seq(tx, thread.key)
+            for offset, new in enumerate(append):
+                await _insert(tx, thread.key, seq + offset, new.message, new.client_id, "complete", None, now)
+            return thread
+
+    async def checkpoint(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message]) -> None:
+        """Save the turn so far as ``partial`` and refresh the heartbeat, if ``run_id`` still holds the thread."""
+        async with self._engine.transaction() as tx:
+            if await _still_running(tx, thread, run_id):
+                await _write_turn(tx, thread, run_id, turn, "partial", keep_run=True)
+
+    async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:
+        """Save the run's turn with ``status`` and release the thread."""
+        async with self._engine.transaction() as tx:
+            if not await _still_running(tx, thread, run_id):
+                return
+            await _write_turn(tx, thread, run_id, turn, status, keep_run=False)
+            await tx.execute(
+                "UPDATE threads SET active_run = NULL, heartbeat = NULL, revision = revision + 1, updated_at = $1"
+                " WHERE key = $2 AND active_run = $3",
+                time.time(),
+                thread.key,
+                run_id,
+            )
+
+    async def set_system(
+        self, owner: str, agent: str, thread_id: str, system: SystemState, *, by: str | None, revision: int | None
+    ) -> ThreadInfo:
+        """Seed (before the first message, creating the thread) or swap the system message."""
+        now = time.time()
+        async with self._engine.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO threads (key, owner, agent, id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)"
+                " ON CONFLICT (owner, agent, id) DO NOTHING",
+                new_id("thr"),
+                owner,
+                agent,
+                thread_id,
+                now,
+            )
+            thread = await _held(tx, owner, agent, thread_id, revision)
+            has_messages = await tx.fetch("SELECT 1 AS one FROM messages WHERE thread_key = $1 LIMIT 1", thread.key)
+            action = "swap" if has_messages else "seed"
+            return await _change_system(tx, thread, system, action, by, now)
+
+    async def reset(
+        self,
+        owner: str,
+        agent: str,
+        thread_id: str,
+        system: SystemState | None,
+        *,
+        by: str | None,
+        revision: int | None,
+    ) -> ThreadInfo:
+        """Clear the messages; keep (``system`` None) or replace the system message."""
+        now = time.time()
+        async with self._engine.transaction() as tx:
+            thread = await _held(tx, owner, agent, thread_id, revision)
+            await tx.execute("DELETE FROM messages WHERE thread_key = $1", thread.key)
+            return await _change_system(tx, thread, system or thread.system, "reset", by, now)
+
+    async def delete(self, owner: str, agent: str, thread_id: str) -> bool:
+        """Remove the thread, its messages, audit and approvals."""
+        async with self._engine.transaction() as tx:
+            thread = await _thread(tx, owner, agent, thread_id)
+            if thread is None:
+                return False
+            for table in ("messages", "system_audit", "approvals"):
+                await tx.execute(f"DELETE FROM {table} WHERE thread_key = $1", thread.key)
+            await tx.execute("DELETE FROM threads WHERE key = $1", thread.key)
+            return True
+
+    async def audit(self, thread: ThreadInfo) -> list[AuditEntry]:
+        """The thread's system-message changes, oldest first."""
+        async with self._engine.transaction() as tx:
+            rows = await tx.fetch(
+                "SELECT at, action, system_kind, system_value, by_key FROM system_audit"
+                " WHERE thread_key = $1 ORDER BY at",
+                thread.key,
+            )
+        return [
+            AuditEntry(row["action"], SystemState(row["system_kind"], row["system_value"]), row["by_key"], row["at"])
+            for row in rows
+        ]
+
+    async def claim_approval(self, approval_id: str, thread: ThreadInfo) -> bool:
+        """True for the first claim of ``approval_id`` only (a primary-key insert)."""
+        async with self._engine.transaction() as tx:
+            inserted = await tx.execute(
+                "INSERT INTO approvals (approval_id, thread_key, claimed_at) VALUES ($1, $2, $3)"
+                " ON CONFLICT (approval_id) DO NOTHING",
+                approval_id,
+                thread.key,
+                time.time(),
+            )
+            return inserted == 1
+
+    async def settle_approval(self, approval_id: str, outcome: str) -> None:
+        """Record the outcome of a claimed approval."""
+        async with self._engine.transaction() as tx:
+            await tx.execute(
+                "UPDATE approvals SET outcome = $1, settled_at = $2 WHERE approval_id = $3",
+                outcome,
+                time.time(),
+                approval_id,
+            )
+
+    async def settled_approval(self, approval_id: str) -> str | None:
+        """The outcome recorded for ``approval_id``."""
+        async with self._engine.transaction() as tx:
+            rows = await tx.fetch("SELECT outcome FROM approvals WHERE approval_id = $1", approval_id)
+        return rows[0]["outcome"] if rows else None
+
+    async def close(self) -> None:
+        """Close the engine."""
+        await self._engine.close()
+
+
+def _as_thread(row: Mapping[str, Any]) -> ThreadInfo:
+    return ThreadInfo(
+        key=row["key"],
+        owner=row["owner"],
+        agent=row["agent"],
+        id=row["id"],
+        system=SystemState(row["system_kind"], row["system_value"]),
+        revision=int(row["revision"]),
+        active_run=row["active_run"],
+        created_at=float(row["created_at"]),
+        updated_at=float(row["updated_at"]),
+    )
+
+
+async def _thread(tx: Transaction, owner: str, agent: str, thread_id: str) -> ThreadInfo | None:
+    rows = await tx.fetch(
+        f"SELECT {_THREAD_COLUMNS} FROM threads WHERE owner = $1 AND agent = $2 AND id = $3",
+        owner,
+        agent,
+        thread_id,
+    )
+    return _as_thread(rows[0]) if rows else None
+
+
+async def _held(tx: Transaction, owner: str, agent: str, thread_id: str, revision: int | None) -> ThreadInfo:
+    """The thread, bumped to a new revision: ``ThreadBusy`` while a live run holds it or on a stale revision."""
+    now = time.time()
+    changed = await tx.execute(
+        "UPDATE threads SET revision = revision + 1, updated_at = $1"
+        " WHERE owner = $2 AND agent = $3 AND id = $4 AND (active_run IS NULL OR heartbeat < $5)"
+        " AND ($6 < 0 OR revision = $6)",
+        now,
+        owner,
+        agent,
+        thread_id,
+        now - STALE_RUN_SECONDS,
+        -1 if revision is None else revision,
+    )
+    thread = await _thread(tx, owner, agent, thread_id)
+    if thread is None:
+        raise RequestError(404, "unknown_thread", f"no thread {thread_id!r} on agent {agent!r}")
+    if changed != 1:
+        raise ThreadBusy("the thread is busy with a run or changed since you read it (revision); try again")
+    if thread.active_run is not None:  # the run that held it died: it is no longer anyone's run
+        await tx.execute("UPDATE threads SET active_run = NULL, heartbeat = NULL WHERE key = $1", thread.key)
+        await tx.execute("UPDATE messages SET run_id = NULL WHERE thread_key = $1", thread.key)
+    return thread
+
+
+async def _change_system(
+    tx: Transaction, thread: ThreadInfo, system: SystemState, action: str, by: str | None, now: float
+) -> ThreadInfo:
+    await tx.execute(
+        "UPDATE threads SET system_kind = $1, system_value = $2 WHERE key = $3", system.kind, system.value, thread.key
+    )
+    await tx.execute(
+        "INSERT INTO system_audit (thread_key, at, action, system_kind, system_value, by_key)"
+        " VALUES ($1, $2, $3, $4, $5, $6)",
+        thread.key,
+        now,
+        action,
+        system.kind,
+        system.value,
+        by,
+    )
+    updated = await _thread(tx, thread.owner, thread.agent, thread.id)
+    assert updated is not None
+    return updated
+
+
+async def _still_running(tx: Transaction, thread: ThreadInfo, run_id: str) -> bool:
+    changed = await tx.execute(
+        "UPDATE threads SET heartbeat = $1 WHERE key = $2 AND active_run = $3", time.time(), thread.key, run_id
+    )
+    return changed == 1
+
+
+async def _write_turn(
+    tx: Transaction, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus, *, keep_run: bool
+) -> None:
+    """Replace what ``run_id`` wrote before with ``turn``: a checkpoint rewrites, it never appends twice."""
+    await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND run_id = $2", thread.key, run_id)
+    seq = await _next_seq(tx, thread.key)
+    now = time.time()
+    for offset, message in enumerate(turn):
+        await _insert(tx, thread.key, seq + offset, message, None, status, run_id if keep_run else None, now)
+
+
+async def _next_seq(tx: Transaction, thread_key: str) -> int:
+    rows = await tx.fetch("SELECT MAX(seq) AS seq FROM messages WHERE thread_key = $1", thread_key)
+    last = rows[0]["seq"] if rows else None
+    return 0 if last is None else int(last) + 1
+
+
+async def _insert(
+    tx: Transaction,
+    thread_key: str,
+    seq: int,
+    message: Message,
+    client_id: str | None,
+    status: MessageStatus,
+    run_id: str | None,
+    now: float,
+) -> None:
+    role, body = encode_message(message)
+    await tx.execute(
+        "INSERT INTO messages (thread_key, seq, id, client_id, role, body, status, run_id, created_at)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        thread_key,
+        seq,
+        message.id or new_id("msg"),
+        client_id,
+        role,
+        body,
+        status,
+        run_id,
+        now,
+    )

@@ -1,0 +1,76 @@
+"""The SQLite engine (``sqlite:///path``): one ``aiosqlite`` connection per process, WAL mode.
+
+Transactions are serialised in the process by a lock and across processes by ``BEGIN IMMEDIATE``
+(with a busy timeout), so the conditional updates in ``sql.py`` are atomic here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+__all__ = ["SqliteEngine", "sqlite_path"]
+
+_PARAMETER = re.compile(r"\$(\d+)")
+
+
+def sqlite_path(url: str, base_dir: Path) -> Path:
+    """The file ``sqlite:///relative.db`` (beside the config) or ``sqlite:////absolute.db`` names."""
+    path = Path(url.removeprefix("sqlite:///"))
+    return path if path.is_absolute() else base_dir / path
+
+
+class _Transaction:
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._connection = connection
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        cursor = await self._connection.execute(_PARAMETER.sub(r"?\1", sql), args)
+        return cursor.rowcount
+
+    async def fetch(self, sql: str, *args: Any) -> list[Mapping[str, Any]]:
+        cursor = await self._connection.execute(_PARAMETER.sub(r"?\1", sql), args)
+        rows: list[Mapping[str, Any]] = [dict(row) for row in await cursor.fetchall()]
+        return rows
+
+
+class SqliteEngine:
+    """An open SQLite database."""
+
+    migration_lock: str | None = None
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._connection = connection
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path) -> SqliteEngine:
+        """Open (creating) the database file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = await aiosqlite.connect(path, isolation_level=None)
+        connection.row_factory = aiosqlite.Row
+        await connection.execute("PRAGMA journal_mode=WAL")
+        await connection.execute("PRAGMA busy_timeout=10000")
+        return cls(connection)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_Transaction]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` on any exception (cancellation included)."""
+        async with self._lock:
+            await self._connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield _Transaction(self._connection)
+            except BaseException:
+                await asyncio.shield(self._connection.execute("ROLLBACK"))
+                raise
+            await asyncio.shield(self._connection.execute("COMMIT"))
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self._connection.close()

@@ -1,0 +1,211 @@
+"""The HTTP routes of stored threads, under ``/agents/{agent}/threads``.
+
+- ``GET .../threads``: the caller's threads (id, title from the first user text, updated time);
+- ``GET .../threads/{id}``: its system-message state (never the rendered prompt) and audit trail;
+- ``GET .../threads/{id}/messages``: the stored messages as useChat UIMessages;
+- ``DELETE .../threads/{id}``;
+- ``PUT .../threads/{id}/system-message``: ``{"prompt": NAME}`` | ``{"system_message": "text"}`` |
+  ``{"system_message": null}``: seeds before the first turn, swaps after it (history kept);
+- ``POST .../threads/{id}/reset``: clears the history; ``{}`` keeps the system message, the same
+  bodies as the PUT replace it.
+
+Threads are the caller's own (``Caller.owner``): another owner's thread is a 404. Free text under
+``manage_system_prompt = "server"`` needs an admin caller; named prompts need only the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from chatgate.agents import Agent, AgentRegistry
+from chatgate.caller import Caller, caller_of
+from chatgate.config import AgentConfig
+from chatgate.errors import RequestError
+from chatgate.history import Message
+from chatgate.protocol import UIProtocol
+from chatgate.store import SystemState, ThreadInfo, ThreadStore
+
+__all__ = ["SystemMessageBody", "thread_routes", "ui_messages_of"]
+
+_BASE = "/agents/{agent}/threads"
+
+
+class SystemMessageBody(BaseModel):
+    """``{"prompt": NAME}`` or ``{"system_message": "text" | null}``; ``revision`` guards lost updates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str | None = None
+    system_message: str | None = None
+    revision: int | None = None
+
+
+_BODY: TypeAdapter[SystemMessageBody] = TypeAdapter(SystemMessageBody)
+
+
+def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
+    """The thread routes; ``GET .../messages`` speaks the installed ``vercel-ai`` protocol's UIMessages."""
+    render = ui_messages_of(protocols)
+
+    async def list_threads(request: Request) -> Response:
+        agent, store, caller = _context(request)
+        threads = await store.list_threads(caller.owner, agent.name)
+        return JSONResponse(
+            {"threads": [{"id": t.id, "title": t.title, "updated_at": _iso(t.updated_at)} for t in threads]}
+        )
+
+    async def get_thread(request: Request) -> Response:
+        agent, store, caller = _context(request)
+        thread = await _thread(store, agent, caller, request.path_params["thread_id"])
+        return JSONResponse(await _describe(store, thread))
+
+    async def get_messages(request: Request) -> Response:
+        agent, store, caller = _context(request)
+        thread = await _thread(store, agent, caller, request.path_params["thread_id"])
+        if render is None:
+            raise RequestError(404, "not_found", "the vercel-ai protocol is not installed")
+        stored = await store.messages(thread)
+        history = [(_with_id(m.message, m.public_id), m.status) for m in stored]
+        return JSONResponse({"messages": render(history, agent.config)})
+
+    async def delete_thread(request: Request) -> Response:
+        agent, store, caller = _context(request)
+        if not await store.delete(caller.owner, agent.name, request.path_params["thread_id"]):
+            raise _unknown_thread(request.path_params["thread_id"])
+        return Response(status_code=204)
+
+    async def put_system_message(request: Request) -> Response:
+        agent, store, caller = _context(request)
+        body = await _body(request)
+        if "prompt" not in body.model_fields_set and "system_message" not in body.model_fields_set:
+            raise RequestError(422, "invalid_request", "give prompt or system_message")
+        system = _system_state(agent, caller, body)
+        thread = await store.set_system(
+            caller.owner, agent.name, request.path_params["thread_id"], system, by=caller.key_id, revision=body.revision
+        )
+        return JSONResponse(await _describe(store, thread))
+
+    async def reset_thread(request: Request) -> Response:
+        agent, store, caller = _context(request)
+        body = await _body(request)
+        thread_id = request.path_params["thread_id"]
+        await _thread(store, agent, caller, thread_id)
+        replace_with = body.model_fields_set & {"prompt", "system_message"}
+        system = _system_state(agent, caller, body) if replace_with else None
+        thread = await store.reset(
+            caller.owner, agent.name, thread_id, system, by=caller.key_id, revision=body.revision
+        )
+        return JSONResponse(await _describe(store, thread))
+
+    one = _BASE + "/{thread_id}"
+    return [
+        Route(_BASE, list_threads, methods=["GET"]),
+        Route(one, get_thread, methods=["GET"]),
+        Route(one, delete_thread, methods=["DELETE"]),
+        Route(one + "/messages", get_messages, methods=["GET"]),
+        Route(one + "/system-message", put_system_message, methods=["PUT"]),
+        Route(one + "/reset", reset_thread, methods=["POST"]),
+    ]
+
+
+def _context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
+    registry: AgentRegistry = request.app.state.agents
+    caller = caller_of(request)
+    name = request.path_params["agent"]
+    agent = registry.get(name)
+    if agent is None or not caller.may_use(name):
+        raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
+    if agent.config.conversations != "server":
+        raise RequestError(404, "no_threads", f"agent {name!r} keeps no conversations (conversations = 'client')")
+    store: ThreadStore | None = request.app.state.store
+    if store is None:
+        raise RequestError(503, "store_unavailable", "no store is open; restart the server after enabling one")
+    return agent, store, caller
+
+
+async def _thread(store: ThreadStore, agent: Agent, caller: Caller, thread_id: str) -> ThreadInfo:
+    thread = await store.get_thread(caller.owner, agent.name, thread_id)
+    if thread is None:
+        raise _unknown_thread(thread_id)
+    return thread
+
+
+def _unknown_thread(thread_id: str) -> RequestError:
+    return RequestError(404, "unknown_thread", f"no thread {thread_id!r} here")
+
+
+async def _body(request: Request) -> SystemMessageBody:
+    raw = await request.body()
+    try:
+        return _BODY.validate_json(raw or b"{}")
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or '(body)'}: {error['msg']}"
+            for error in exc.errors(include_url=False, include_input=False)
+        )
+        raise RequestError(422, "invalid_request", f"the request is invalid: {problems}") from None
+
+
+_Render = Callable[[Sequence[tuple[Message, str]], AgentConfig], list[dict[str, Any]]]
+
+
+def ui_messages_of(protocols: Sequence[UIProtocol]) -> _Render | None:
+    """The ``ui_messages`` of the installed useChat protocol (the core never imports adapters)."""
+    for protocol in protocols:
+        render = getattr(protocol, "ui_messages", None)
+        if protocol.name == "vercel-ai" and render is not None:
+            return cast(_Render, render)
+    return None
+
+
+def _system_state(agent: Agent, caller: Caller, body: SystemMessageBody) -> SystemState:
+    fields = body.model_fields_set & {"prompt", "system_message"}
+    if len(fields) != 1:
+        raise RequestError(422, "invalid_request", "give exactly one of prompt or system_message")
+    if "prompt" in fields:
+        if body.prompt is None or body.prompt not in agent.config.prompts:
+            known = ", ".join(sorted(agent.config.prompts)) or "none"
+            raise RequestError(
+                422, "unknown_prompt", f"agent {agent.name!r} has no prompt {body.prompt!r} (known: {known})"
+            )
+        return SystemState("prompt", body.prompt)
+    if body.system_message is None:
+        return SystemState()
+    if agent.config.manage_system_prompt == "server" and not caller.admin:
+        raise RequestError(
+            403, "admin_required", "free-text system messages on this agent need an admin key; use a named prompt"
+        )
+    return SystemState("text", body.system_message)
+
+
+async def _describe(store: ThreadStore, thread: ThreadInfo) -> dict[str, Any]:
+    audit = await store.audit(thread)
+    return {
+        "id": thread.id,
+        "agent": thread.agent,
+        "system": thread.system.as_json(),
+        "revision": thread.revision,
+        "running": thread.active_run is not None,
+        "created_at": _iso(thread.created_at),
+        "updated_at": _iso(thread.updated_at),
+        "audit": [
+            {"action": entry.action, "system": entry.system.as_json(), "by": entry.by, "at": _iso(entry.at)}
+            for entry in audit
+        ],
+    }
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _with_id(message: Message, message_id: str) -> Message:
+    return replace(message, id=message_id)

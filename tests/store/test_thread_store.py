@@ -1,0 +1,168 @@
+"""The ThreadStore rules, the same on SQLite and PostgreSQL: runs, turns, system messages, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from chatgate.history import AssistantMessage, TextPart, UserMessage
+from chatgate.store import NewMessage, SystemState, ThreadBusy, open_store
+from chatgate.store.sql import SqlThreadStore
+
+
+def _user(text: str, message_id: str = "u1") -> NewMessage:
+    return NewMessage(UserMessage((TextPart(text),), id=f"srv_{message_id}"), client_id=message_id)
+
+
+async def _store(url: str) -> SqlThreadStore:
+    return await open_store(url, Path.cwd())
+
+
+async def test_a_run_commits_the_user_turn_then_saves_the_answer(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hello")])
+        stored = await store.messages(thread)
+        assert [(m.public_id, m.status) for m in stored] == [("u1", "complete")]
+        answer = AssistantMessage((TextPart("hi there"),), id="msg_a")
+        await store.checkpoint(thread, "run1", [AssistantMessage((TextPart("hi"),), id="msg_a")])
+        assert [m.status for m in await store.messages(thread)] == ["complete", "partial"]
+        await store.finish_run(thread, "run1", [answer], "complete")
+        stored = await store.messages(thread)
+        assert [(m.message, m.status) for m in stored][1] == (answer, "complete")
+        assert len(stored) == 2
+        info = await store.get_thread("k", "a", "t1")
+        assert info is not None and info.active_run is None and info.revision == 2
+    finally:
+        await store.close()
+
+
+async def test_migrations_apply_once(store_url: str) -> None:
+    first = await _store(store_url)
+    await first.close()
+    second = await _store(store_url)
+    try:
+        assert await second.migrate() == 1
+    finally:
+        await second.close()
+
+
+async def test_one_running_run_per_thread(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0)
+        with pytest.raises(ThreadBusy):
+            await store.begin_run("k", "a", "t1", "run2", revision=thread.revision)
+        with pytest.raises(ThreadBusy):
+            await store.reset("k", "a", "t1", None, by=None, revision=None)
+        await store.finish_run(thread, "run1", [], "complete")
+        again = await store.get_thread("k", "a", "t1")
+        assert again is not None
+        await store.begin_run("k", "a", "t1", "run2", revision=again.revision)
+    finally:
+        await store.close()
+
+
+async def test_racing_runs_exactly_one_wins(store_url: str) -> None:
+    stores = [await _store(store_url) for _ in range(2)]  # two "replicas"
+    try:
+        results = await asyncio.gather(
+            *(s.begin_run("k", "a", "t1", f"run{i}", revision=0) for i, s in enumerate(stores)),
+            return_exceptions=True,
+        )
+        assert sorted(type(result).__name__ for result in results) == ["ThreadBusy", "ThreadInfo"]
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_a_stale_revision_is_refused(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0)
+        await store.finish_run(thread, "run1", [], "complete")
+        with pytest.raises(ThreadBusy):
+            await store.begin_run("k", "a", "t1", "run2", revision=thread.revision)  # read before the finish
+        with pytest.raises(ThreadBusy):
+            await store.set_system("k", "a", "t1", SystemState("text", "x"), by=None, revision=0)
+    finally:
+        await store.close()
+
+
+async def test_owners_never_see_each_others_threads(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        await store.begin_run("alice", "a", "t1", "run1", revision=0, append=[_user("secret")])
+        assert await store.get_thread("bob", "a", "t1") is None
+        assert await store.list_threads("bob", "a") == []
+        assert not await store.delete("bob", "a", "t1")
+        [summary] = await store.list_threads("alice", "a")
+        assert (summary.id, summary.title) == ("t1", "secret")
+    finally:
+        await store.close()
+
+
+async def test_system_message_seed_swap_reset_are_audited(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        seeded = await store.set_system("k", "a", "t1", SystemState("prompt", "pirate"), by="key1", revision=None)
+        assert seeded.system == SystemState("prompt", "pirate")
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=seeded.revision, append=[_user("hi")])
+        await store.finish_run(thread, "run1", [AssistantMessage((TextPart("arr"),), id="m")], "complete")
+        swapped = await store.set_system("k", "a", "t1", SystemState("text", "be brief"), by="admin", revision=None)
+        assert len(await store.messages(swapped)) == 2  # history kept
+        kept = await store.reset("k", "a", "t1", None, by="key1", revision=None)
+        assert kept.system == SystemState("text", "be brief") and await store.messages(kept) == []
+        cleared = await store.reset("k", "a", "t1", SystemState(), by="key1", revision=None)
+        assert cleared.system == SystemState()
+        audit = await store.audit(cleared)
+        assert [(e.action, e.system.kind, e.by) for e in audit] == [
+            ("seed", "prompt", "key1"),
+            ("swap", "text", "admin"),
+            ("reset", "text", "key1"),
+            ("reset", "agent", "key1"),
+        ]
+    finally:
+        await store.close()
+
+
+async def test_a_dead_run_stops_blocking_and_keeps_its_partial_turn(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hi")])
+        await store.checkpoint(thread, "run1", [AssistantMessage((TextPart("half"),), id="m")])
+        # The process died: nothing refreshes the heartbeat. Make it look old enough.
+        import chatgate.store.sql as sql
+
+        original = sql.STALE_RUN_SECONDS
+        sql.STALE_RUN_SECONDS = -1.0
+        try:
+            taken = await store.begin_run("k", "a", "t1", "run2", revision=thread.revision + 0)
+        finally:
+            sql.STALE_RUN_SECONDS = original
+        await store.finish_run(taken, "run2", [AssistantMessage((TextPart("whole"),), id="m2")], "complete")
+        await store.finish_run(thread, "run1", [AssistantMessage((TextPart("late"),), id="m3")], "complete")
+        stored = await store.messages(taken)
+        assert [(m.message.id, m.status) for m in stored] == [
+            ("srv_u1", "complete"),
+            ("m", "partial"),
+            ("m2", "complete"),
+        ]
+    finally:
+        await store.close()
+
+
+async def test_an_approval_is_claimed_once(store_url: str) -> None:
+    stores = [await _store(store_url) for _ in range(2)]
+    try:
+        thread = await stores[0].begin_run("k", "a", "t1", "run1", revision=0)
+        claims = await asyncio.gather(*(s.claim_approval("apr_1", thread) for s in stores for _ in range(3)))
+        assert sorted(claims) == [False] * 5 + [True]
+        assert await stores[1].settled_approval("apr_1") is None
+        await stores[0].settle_approval("apr_1", '{"ok": true}')
+        assert await stores[1].settled_approval("apr_1") == '{"ok": true}'
+    finally:
+        for store in stores:
+            await store.close()
