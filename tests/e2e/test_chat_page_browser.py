@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -242,3 +244,62 @@ async def test_the_keyboard_sends_and_breaks_lines(page: Page, serve: Serve) -> 
     await expect(assistants(page)).to_contain_text("line two")
     await expect(page.get_by_label("Message", exact=True)).to_have_value("")
     await wait_status(page, "ready")
+
+
+def kept(tmp_path: Path, **settings: Any) -> Config:
+    agent = {
+        "model": "builtin:echo",
+        "system_prompt": "House prompt.",
+        "conversations": "server",
+        "prompts": {"pirate": "You are a pirate."},
+        "model_settings": settings,
+    }
+    return make_config({"kept": agent}, store={"url": f"sqlite:///{tmp_path / 'threads.db'}"})
+
+
+async def test_a_server_held_thread_is_listed_reloaded_swapped_and_reset(
+    page: Page, serve: Serve, tmp_path: Path
+) -> None:
+    await open_page(page, serve(kept(tmp_path)))
+    threads = page.get_by_role("navigation", name="Conversations")
+    await expect(threads).to_be_visible()
+    await send(page, "first question")
+    await expect(assistants(page)).to_contain_text("System prompt: House prompt.")
+    await wait_status(page, "ready")
+    await expect(threads.get_by_role("button", name="first question")).to_be_visible()
+    assert "thread=" in page.url
+
+    await page.reload()
+    await wait_status(page, "ready")
+    await expect(page.locator("[data-testid=message][data-role=user]")).to_have_text("Youfirst question")
+    await expect(assistants(page)).to_contain_text("Last user message: first question")
+    await expect(threads.get_by_role("button", name="first question")).to_have_attribute("aria-current", "true")
+
+    await page.get_by_label("or a named prompt").fill("pirate")
+    await page.get_by_role("button", name="Swap system message").click()
+    await expect(page.get_by_test_id("admin-done")).to_have_text("The system message was swapped.")
+    await send(page, "second question")
+    await expect(assistants(page).nth(1)).to_contain_text("System prompt: You are a pirate.")
+    await wait_status(page, "ready")
+
+    await page.get_by_role("button", name="New chat").click()
+    await expect(page.get_by_test_id("message")).to_have_count(0)
+    await threads.get_by_role("button", name="first question").click()
+    await expect(page.get_by_test_id("message")).to_have_count(4)
+
+    await page.get_by_role("button", name="Reset conversation").click()
+    await expect(page.get_by_test_id("admin-done")).to_have_text("The conversation was reset.")
+    await expect(page.get_by_test_id("message")).to_have_count(0)
+    await expect(page.get_by_test_id("error")).to_be_hidden()
+
+
+async def test_a_reload_during_an_answer_shows_it_when_it_ends(page: Page, serve: Serve, tmp_path: Path) -> None:
+    await open_page(page, serve(kept(tmp_path, delay=0.25)))
+    await send(page, "a slow one")
+    await expect(assistants(page)).to_contain_text("System")
+    await page.reload()  # the run goes on without us (finish_on_disconnect)
+    await expect(page.locator("[data-testid=message][data-role=user]")).to_contain_text("a slow one")
+    await expect(assistants(page)).to_contain_text("Last user message: a slow one", timeout=10_000)
+    await expect(assistants(page)).to_have_count(1)
+    await expect(page.get_by_test_id("running")).to_be_hidden()
+    await expect(page.get_by_test_id("thread-system")).to_have_text("Now: the agent's own prompt.")

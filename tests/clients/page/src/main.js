@@ -226,7 +226,32 @@ async function openThread(id, { resume }) {
   }
   startChat({ id, messages: (await response.json()).messages });
   await refreshThreads();
-  if (resume) await page.chat.resumeStream(); // a 204 when nothing is running
+  if (resume) await page.chat.resumeStream(); // the running answer's stream, or a 204
+  await describeThread(id);
+}
+
+const SYSTEM_KINDS = {
+  agent: () => "the agent's own prompt",
+  prompt: (system) => `the named prompt "${system.prompt}"`,
+  text: () => "free text",
+};
+
+/** Show which system message the thread uses; while its answer runs elsewhere, wait for it and reload. */
+async function describeThread(id) {
+  const response = await api(threadPath(id));
+  if (!response.ok || page.chat?.id !== id) return;
+  const thread = await response.json();
+  const kind = SYSTEM_KINDS[thread.system?.kind];
+  $("thread-system").textContent = kind ? `Now: ${kind(thread.system)}.` : "";
+  if (thread.running && page.chat.status === "ready") {
+    $("running").hidden = false;
+    setTimeout(async () => {
+      if (page.chat?.id !== id || page.chat.status !== "ready") return;
+      const again = await api(threadPath(id));
+      if (again.ok && !(await again.json()).running) await openThread(id, { resume: false });
+      else describeThread(id);
+    }, 1000);
+  }
 }
 
 async function changeSystem(tail, method, body) {
@@ -241,6 +266,8 @@ async function changeSystem(tail, method, body) {
     return;
   }
   await openThread(id, { resume: false });
+  $("swap-text").value = "";
+  $("swap-prompt").value = "";
   $("admin-done").textContent = tail === "/reset" ? "The conversation was reset." : "The system message was swapped.";
 }
 
@@ -277,6 +304,8 @@ function startChat({ id, messages } = {}) {
   });
   drawn.clear();
   $("messages").replaceChildren();
+  $("running").hidden = true;
+  $("thread-system").textContent = "";
   showPageError(null);
   $("admin-done").textContent = "";
   writeHash();
@@ -322,6 +351,7 @@ function draw() {
   $("stop").disabled = !busy;
   $("regenerate").disabled = busy || !chat.messages.some((m) => m.role === "user");
   drawError();
+  if (page.serverThreads) writeHash(); // the thread is in the URL from its first message, for a reload
 
   const box = $("messages");
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
