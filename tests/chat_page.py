@@ -55,3 +55,20 @@ async def screenshot(page: Page, name: str) -> Path:
     path = ARTIFACTS_DIR / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
+
+
+AXE_SCRIPT = Path(__file__).parent / "clients" / "page" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+async def axe_violations(page: Page) -> list[dict[str, object]]:
+    """axe-core's serious and critical violations on the page as it is now (needs a context with bypass_csp)."""
+    if not AXE_SCRIPT.is_file():
+        raise RuntimeError("axe-core is missing: run scripts/build-page.sh, which installs tests/clients/page")
+    await page.add_script_tag(path=str(AXE_SCRIPT))
+    found = await page.evaluate(
+        """async () => (await axe.run(document)).violations
+            .filter(v => v.impact === 'serious' || v.impact === 'critical')
+            .map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.html)}))"""
+    )
+    assert isinstance(found, list)
+    return found

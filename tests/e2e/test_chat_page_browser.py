@@ -16,7 +16,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from chatgate.config import Config
-from tests.chat_page import assistants, chromium, open_page, screenshot, send, wait_status
+from tests.chat_page import assistants, axe_violations, chromium, open_page, screenshot, send, wait_status
 from tests.conftest import make_config
 
 Serve = Callable[[Config], str]
@@ -303,3 +303,26 @@ async def test_a_reload_during_an_answer_shows_it_when_it_ends(page: Page, serve
     await expect(assistants(page)).to_have_count(1)
     await expect(page.get_by_test_id("running")).to_be_hidden()
     await expect(page.get_by_test_id("thread-system")).to_have_text("Now: the agent's own prompt.")
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+async def test_no_serious_accessibility_violations(browser: Browser, serve: Serve, width: int, height: int) -> None:
+    # axe is injected as a script, which the page's own policy refuses: this context bypasses it.
+    context = await browser.new_context(viewport={"width": width, "height": height}, bypass_csp=True)
+    page = await context.new_page()
+    try:
+        await open_page(page, serve(agents()))
+        await send(page, "**hello** `code` [a link](https://example.com/)")
+        await wait_status(page, "ready")
+        await send(page, '/call pick_color {"palette": "warm"}')
+        await expect(page.get_by_role("button", name="Send answer")).to_be_visible()
+        await page.get_by_label("Agent", exact=True).focus()
+        assert await axe_violations(page) == []
+        overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, "the page scrolls sideways"
+        await page.get_by_label("Agent", exact=True).select_option("open")
+        await expect(page.get_by_label("System message (this agent lets the client write it)")).to_be_visible()
+        assert await axe_violations(page) == []
+    finally:
+        await screenshot(page, f"page-accessibility-{width}x{height}")
+        await context.close()

@@ -443,9 +443,11 @@ function toolElement(part, busy) {
   });
   element.append(h("p", { class: "tool-head" }, [`Tool ${name}: ${STATE_LABELS[part.state] ?? part.state}`]));
   if (part.input !== undefined) {
+    element.append(h("p", { class: "tool-label" }, ["Input"]));
     element.append(h("pre", { "data-testid": "tool-input", "aria-label": `${name} input` }, [pretty(part.input)]));
   }
   if (part.state === "output-available") {
+    element.append(h("p", { class: "tool-label" }, ["Result"]));
     element.append(h("pre", { "data-testid": "tool-output", "aria-label": `${name} output` }, [pretty(part.output)]));
   } else if (part.state === "output-error") {
     element.append(h("pre", { "data-testid": "tool-error", class: "deny" }, [String(part.errorText ?? "")]));
