@@ -10,6 +10,9 @@ COPY adapters ./adapters
 RUN pip install --no-cache-dir . && useradd --system --no-create-home chatgate
 
 USER chatgate
+# The container binds 0.0.0.0, and chatgate refuses that without [[keys]] in the config unless this is true.
+# Keep it false: add keys (docs/deployment.md#api-keys), or set it to true only behind your own authentication.
+ENV CHATGATE_ALLOW_UNAUTHENTICATED=false
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"]

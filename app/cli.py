@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import logging.config
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import uvicorn
@@ -18,7 +19,7 @@ from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
 from chatgate.logs import logging_config
 
-__all__ = ["GracefulServer", "main"]
+__all__ = ["ALLOW_UNAUTHENTICATED_ENV", "GracefulServer", "exposure_refusal", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,9 +79,14 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    refusal = exposure_refusal(config, args.host, os.environ)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     # One handler and format for chatgate's lines and uvicorn's, with the request id on each.
     log_config = logging_config(config.server.log_format, args.log_level)
     logging.config.dictConfig(log_config)
+    _log_access(config, args.host)
     app = create_app(config, config_path=Path(path) if path else None)
     settings = uvicorn.Config(
         app,
@@ -93,6 +99,47 @@ def _serve(args: argparse.Namespace) -> int:
     )
     GracefulServer(settings, app.state.stopping).run()
     return 0
+
+
+ALLOW_UNAUTHENTICATED_ENV = "CHATGATE_ALLOW_UNAUTHENTICATED"
+"""When set (true/false), decides ``[server] allow_unauthenticated`` instead of the file: the Docker files set it."""
+
+
+def exposure_refusal(config: Config, host: str, environ: Mapping[str, str]) -> str | None:
+    """Why ``serve`` must not bind ``host`` with ``config``: a non-loopback address with no keys, unless allowed."""
+    allowed = config.server.allow_unauthenticated
+    if ALLOW_UNAUTHENTICATED_ENV in environ:
+        value = environ[ALLOW_UNAUTHENTICATED_ENV].strip().lower()
+        if value not in ("true", "false"):
+            return f"{ALLOW_UNAUTHENTICATED_ENV} must be true or false (got {environ[ALLOW_UNAUTHENTICATED_ENV]!r})"
+        allowed = value == "true"
+    if config.keys or allowed or _is_loopback(host):
+        return None
+    return (
+        f"refusing to serve on {host} without API keys: anyone who can reach it could use every agent.\n"
+        "Add [[keys]] to the config (see docs/deployment.md), bind --host 127.0.0.1, or, behind your own\n"
+        f"authentication, set [server] allow_unauthenticated = true (or {ALLOW_UNAUTHENTICATED_ENV}=true)."
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _log_access(config: Config, host: str) -> None:
+    logger = logging.getLogger("chatgate.access")
+    if config.keys:
+        ids = ", ".join(key.id for key in config.keys)
+        logger.info("API keys required (%d key(s): %s)", len(config.keys), ids)
+    elif _is_loopback(host):
+        logger.info("no API keys configured: open to local callers on %s", host)
+    else:
+        logger.warning("no API keys configured and allow_unauthenticated = true: open to anyone who reaches %s", host)
 
 
 if __name__ == "__main__":

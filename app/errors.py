@@ -8,7 +8,7 @@ ChatgateError
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError"]
 
@@ -26,13 +26,25 @@ class ConfigError(ChatgateError):
 
 
 class RequestError(ChatgateError):
-    """A bad request. Rendered as ``{"error": {"code", "message", "details"}}`` with ``status``."""
+    """A bad request. Rendered as ``{"error": {"code", "message", "details"}}`` with ``status``.
 
-    def __init__(self, status: int, code: str, message: str, details: Sequence[dict[str, str]] = ()) -> None:
+    ``headers`` go on the response too (``Retry-After`` on a 429, ``WWW-Authenticate`` on a 401).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: Sequence[dict[str, str]] = (),
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.status = status
         self.code = code
         self.message = message
         self.details = list(details)
+        self.headers = dict(headers or {})
         super().__init__(message)
 
 

@@ -22,9 +22,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from chatgate.access import access_middleware, check_agent, check_request_limits, hold_stream_slot
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
-from chatgate.caller import caller_of
+from chatgate.caller import Caller, caller_of
 from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
@@ -55,7 +56,7 @@ def error_response(error: RequestError) -> JSONResponse:
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     if error.details:
         body["details"] = error.details
-    return JSONResponse({"error": body}, status_code=error.status)
+    return JSONResponse({"error": body}, status_code=error.status, headers=error.headers or None)
 
 
 class ChatgateApp(Starlette):
@@ -141,6 +142,7 @@ def create_app(
 
     app = ChatgateApp(
         routes=routes,
+        middleware=access_middleware(config),
         lifespan=lifespan,
         exception_handlers={
             RequestError: _request_error_handler,
@@ -163,7 +165,7 @@ async def _no_stream_to_resume(request: Request) -> Response:
     useChat with ``resume: true`` asks here when a page loads; 204 tells it there is nothing to resume.
     """
     if "agent" in request.path_params:
-        _resolve_agent(request.app.state.agents, request.path_params["agent"])
+        _resolve_agent(request.app.state.agents, request.path_params["agent"], caller_of(request))
     return Response(status_code=204)
 
 
@@ -175,6 +177,7 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
     async def list_agents(request: Request) -> Response:
         registry: AgentRegistry = request.app.state.agents
         default = registry.default
+        caller = caller_of(request)
         agents = [
             {
                 "name": agent.name,
@@ -185,6 +188,7 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "protocols": {protocol.name: f"/agents/{agent.name}/{protocol.route}" for protocol in protocols},
             }
             for agent in registry
+            if caller.may_use(agent.name)
         ]
         return JSONResponse({"agents": agents})
 
@@ -196,13 +200,14 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         started = time.perf_counter()
         label_request(request.scope, protocol.name)
         registry: AgentRegistry = request.app.state.agents  # read once: a reload may swap it meanwhile
-        agent = _resolve_agent(registry, request.path_params.get("agent"))
+        agent = _resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
         label_request(request.scope, protocol.name, agent.name)
         _check_content_type(request)
         settings = registry.config.server
         body = await _read_body(request, settings.max_body_bytes)
         run_input = _decode(protocol, body)
         check_files(run_input.messages, settings)
+        check_request_limits(run_input, settings)
         metrics: Metrics = request.app.state.metrics
         if agent.config.conversations == "server":
             turn = await open_thread_turn(
@@ -228,22 +233,25 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)
         meter = metrics.stream(protocol.name, agent.name, started)
-        return EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds, meter=meter)  # type: ignore[return-value]
+        response = EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds, meter=meter)
+        return await hold_stream_slot(request, response)  # type: ignore[return-value]
 
     return chat
 
 
-def _resolve_agent(registry: AgentRegistry, name: str | None) -> Agent:
+def _resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> Agent:
     if name is None:
         agent = registry.default
         if agent is None:
             raise RequestError(
                 404, "no_default_agent", "no default agent is configured: set default = true on one agent"
             )
+        check_agent(caller, agent.name)
         return agent
     agent = registry.get(name)
     if agent is None:
         raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
+    check_agent(caller, name)
     return agent
 
 

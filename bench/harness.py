@@ -117,6 +117,7 @@ class Target:
     body: bytes
     units_per_request: int
     floor: Target | None = None
+    headers: dict[str, str] = field(default_factory=dict)
     client: httpx.Client = field(init=False)
     per_unit_us: list[float] = field(default_factory=list)
 
@@ -126,7 +127,7 @@ class Target:
     def request(self) -> int:
         """One streamed request, read to its end; returns the body's size in bytes."""
         size = 0
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", **self.headers}
         with self.client.stream("POST", self.path, content=self.body, headers=headers) as response:
             if response.status_code != 200:
                 response.read()
@@ -139,7 +140,7 @@ class Target:
         """One request's whole response body, and how many reads the client got it in (not measured)."""
         chunks = []
         with self.client.stream(
-            "POST", self.path, content=self.body, headers={"content-type": "application/json"}
+            "POST", self.path, content=self.body, headers={"content-type": "application/json", **self.headers}
         ) as r:
             chunks = list(r.iter_raw())
         return b"".join(chunks), len(chunks)

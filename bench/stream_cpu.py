@@ -1,6 +1,6 @@
 """Server CPU per streamed event: chatgate (AG-UI and useChat routes) against a bare ASGI floor.
 
-    .venv/bin/python bench/stream_cpu.py [--rounds 7] [--requests 200] [--warmup 20]
+    .venv/bin/python bench/stream_cpu.py [--rounds 7] [--requests 200] [--warmup 20] [--access]
 
 builtin:echo answers a long user message with a 200-token reply. The exact frames chatgate sends
 for each route are captured once, in process, one entry per ASGI send; the floor (floor_app.py)
@@ -8,7 +8,8 @@ replays exactly those bytes with the same chunking. Each server runs in its own 
 the same settings (serve.py), and is driven by sequential httpx requests over loopback. The server
 process's CPU time is read from /proc before and after each batch; the batches of the three servers
 alternate over several rounds and the median is reported. A benchmark, not a test: nothing asserts
-on time.
+on time. With ``--access`` chatgate runs with an API key (rpm and max_concurrent_streams set) and CORS,
+and every request carries the key and an allowed ``Origin``: the access layer's cost per event.
 """
 
 from __future__ import annotations
@@ -35,6 +36,19 @@ model = "builtin:echo"
 system_prompt = "{SYSTEM_PROMPT}"
 default = true
 """
+ACCESS_KEY = "bench-secret-0123456789"
+ORIGIN = "https://app.example.com"
+ACCESS_CONFIG = f"""
+[server]
+cors_origins = ["{ORIGIN}"]
+
+[[keys]]
+id = "bench"
+key = "{ACCESS_KEY}"
+rpm = 1000000
+max_concurrent_streams = 4
+"""
+ACCESS_HEADERS = {"authorization": f"Bearer {ACCESS_KEY}", "origin": ORIGIN}
 
 
 def user_text() -> str:
@@ -53,7 +67,9 @@ def vercel_ai_body(text: str) -> bytes:
     return json.dumps({"id": "chat1", "messages": [message], "trigger": "submit-message"}).encode()
 
 
-async def capture(app: Any, path: str, body: bytes) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+async def capture(
+    app: Any, path: str, body: bytes, extra_headers: dict[str, str]
+) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
     """The response headers and body chunks, one per ASGI send, that ``app`` answers ``body`` with."""
     headers: list[tuple[bytes, bytes]] = []
     chunks: list[bytes] = []
@@ -87,7 +103,8 @@ async def capture(app: Any, path: str, body: bytes) -> tuple[list[tuple[bytes, b
         "raw_path": path.encode(),
         "root_path": "",
         "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        + [(name.encode(), value.encode()) for name, value in extra_headers.items()],
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
     }
@@ -106,19 +123,21 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per batch")
     parser.add_argument("--warmup", type=int, default=20, help="requests per server before measuring")
     parser.add_argument("--max-seconds", type=float, default=10.0, help="time limit of one batch")
+    parser.add_argument("--access", action="store_true", help="measure with an API key, limits and CORS on")
     args = parser.parse_args()
+    request_headers = ACCESS_HEADERS if args.access else {}
 
     text = user_text()
     routes = {"AG-UI": ("/ag-ui", ag_ui_body(text)), "useChat": ("/api/chat", vercel_ai_body(text))}
     print(f"reply: {REPLY_TOKENS} tokens from builtin:echo; CPU from {cpu_source()}; uvicorn {UVICORN_SETTINGS}")
     with tempfile.TemporaryDirectory() as tmp:
         config_file = Path(tmp) / "chatgate.toml"
-        config_file.write_text(CONFIG)
+        config_file.write_text(CONFIG + (ACCESS_CONFIG if args.access else ""))
         app = create_app(load_config(config_file))
         captures: dict[str, Path] = {}
         events: dict[str, int] = {}
         for name, (path, body) in routes.items():
-            headers, chunks = asyncio.run(capture(app, path, body))
+            headers, chunks = asyncio.run(capture(app, path, body, request_headers))
             deltas = sum(chunk.count(b'"TEXT_MESSAGE_CONTENT"') + chunk.count(b'"text-delta"') for chunk in chunks)
             assert deltas == REPLY_TOKENS, f"{name}: {deltas} text deltas, expected {REPLY_TOKENS}"
             captures[name] = Path(tmp) / f"{name}.json"
@@ -139,7 +158,8 @@ def main() -> None:
             for name, floor_server in (("AG-UI", ag_ui_floor), ("useChat", vercel_floor)):
                 path, body = routes[name]
                 floor = Target(f"floor ({name} bytes)", floor_server, path, body, events[name])
-                targets += [floor, Target(f"chatgate {name}", chatgate, path, body, events[name], floor)]
+                measured = Target(f"chatgate {name}", chatgate, path, body, events[name], floor, request_headers)
+                targets += [floor, measured]
             try:
                 run_rounds(
                     targets,

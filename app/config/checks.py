@@ -1,7 +1,8 @@
 """Config rules that span keys, each problem naming the key path to fix.
 
-At least one agent, one default agent; known providers and built-in models; provider settings of the right kind; tools
-that import; template placeholders that have variables and files that exist.
+At least one agent, one default agent; known providers and built-in models; provider settings of the right
+kind; tools that import; template placeholders that have variables and files that exist; keys that name
+existing agents and distinct secrets, and CORS ``"*"`` only without keys.
 """
 
 from __future__ import annotations
@@ -51,6 +52,24 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
             problems.append(f"agents.{name}.model: {exc}")
             continue
         problems += _model_settings_problems(name, agent, provider.kind)
+    problems += _key_problems(config)
+    return problems
+
+
+def _key_problems(config: Config) -> list[str]:
+    problems = []
+    seen: dict[bytes, str] = {}
+    for index, key in enumerate(config.keys):
+        problems += [
+            f"keys.{index}.agents: no agent named {agent!r} (key {key.id!r})"
+            for agent in key.agents or ()
+            if agent not in config.agents
+        ]
+        if key.digest in seen:  # the secret itself is never named
+            problems.append(f"keys.{index}: key {key.id!r} has the same secret as key {seen[key.digest]!r}")
+        seen.setdefault(key.digest, key.id)
+    if config.keys and "*" in config.server.cors_origins:
+        problems.append('server.cors_origins: "*" is allowed only without [[keys]]; list the exact origins')
     return problems
 
 

@@ -6,6 +6,7 @@ reading a file in ``loading.py``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ __all__ = [
     "ClientToolConfig",
     "CodeConfig",
     "Config",
+    "KeyConfig",
     "ProviderConfig",
     "ProviderKind",
     "ProviderTimeouts",
@@ -45,6 +47,7 @@ ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _MODEL = r"^[A-Za-z0-9_.-]+:.+$"
+_ORIGIN = r"https?://[^/?#\s]+"
 
 
 class _Strict(BaseModel):
@@ -64,6 +67,51 @@ class ServerSettings(_Strict):
     redis_failure: Literal["closed", "open"] = "closed"
     log_format: Literal["text", "json"] = "text"
     chat_page: bool = True
+    allow_unauthenticated: bool = False
+    cors_origins: tuple[str, ...] = ()
+    max_messages: int = Field(default=1000, gt=0)
+    max_parts_per_message: int = Field(default=100, gt=0)
+    max_text_chars: int = Field(default=1_000_000, gt=0)
+    max_tools: int = Field(default=128, ge=0)
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _exact_origins(cls, origins: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [origin for origin in origins if origin != "*" and not re.fullmatch(_ORIGIN, origin)]
+        if bad:
+            raise ValueError(f'origins are scheme://host[:port] with no path, or "*": {", ".join(map(repr, bad))}')
+        return origins
+
+
+class KeyConfig(_Strict):
+    """``[[keys]]``: one API key clients send as ``Authorization: Bearer <key>`` or ``x-api-key``.
+
+    Exactly one of ``key`` (the secret, usually ``${env:...}``) or ``sha256`` (its hex digest, so the
+    file holds no secret). ``agents`` None means every agent.
+    """
+
+    id: str = Field(pattern=_NAME)
+    key: str | None = Field(default=None, min_length=16, repr=False)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$", repr=False)
+    agents: tuple[str, ...] | None = None
+    rpm: int | None = Field(default=None, gt=0)
+    max_concurrent_streams: int | None = Field(default=None, gt=0)
+    admin: bool = False
+    trusted_user_header: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one_secret(self) -> KeyConfig:
+        if (self.key is None) == (self.sha256 is None):
+            raise ValueError("give exactly one of key or sha256")
+        return self
+
+    @property
+    def digest(self) -> bytes:
+        """The SHA-256 digest of the secret, whichever way the file gave it."""
+        if self.sha256 is not None:
+            return bytes.fromhex(self.sha256)
+        assert self.key is not None
+        return hashlib.sha256(self.key.encode()).digest()
 
 
 class StoreSettings(_Strict):
@@ -197,6 +245,16 @@ class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    keys: tuple[KeyConfig, ...] = ()
+
+    @field_validator("keys")
+    @classmethod
+    def _unique_key_ids(cls, keys: tuple[KeyConfig, ...]) -> tuple[KeyConfig, ...]:
+        ids = [key.id for key in keys]
+        doubled = sorted({name for name in ids if ids.count(name) > 1})
+        if doubled:
+            raise ValueError(f"key ids must be unique: {', '.join(map(repr, doubled))}")
+        return keys
 
     @field_validator("agents")
     @classmethod

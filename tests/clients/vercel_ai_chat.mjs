@@ -2,7 +2,7 @@
 // AbstractChat over a small in-memory state and DefaultChatTransport, resending on its own through
 // the package's sendAutomaticallyWhen helper, as a real app does after addToolOutput or an approval.
 //
-// stdin:  {"url": "...", "version": 5 | 6 | 7, "chatId"?: "...",
+// stdin:  {"url": "...", "version": 5 | 6 | 7, "chatId"?: "...", "headers"?: {...}, "expectError"?: true,
 //          "sendAutomaticallyWhen"?: "lastAssistantMessageIsCompleteWithToolCalls" (default)
 //                                  | "lastAssistantMessageIsCompleteWithApprovalResponses",
 //          "steps": [{"sendMessage": {"text": "..."}},
@@ -12,14 +12,16 @@
 //          the newest approval-requested part.
 // stdout: {"messages": [UIMessage...], "requests": [{"body": {...}, "chunks": [...]}]}
 //          `messages` is the chat's final state; `requests` is every POST the transport made, in order,
-//          with the chunks of its response as this version's parseJsonEventStream read them.
+//          with the chunks of its response as this version's parseJsonEventStream read them, its
+//          status and response headers. `headers` go on every request (DefaultChatTransport's `headers`).
+//          With `expectError`, a chat error is reported in "errors" (and the steps stop) instead of failing.
 // Exits non-zero on a chat error (onError, status "error"), a chunk the schema rejects, a step whose
 // target part does not exist, or a conversation that does not settle.
 
 import { readFileSync } from "node:fs";
 
 const input = JSON.parse(readFileSync(0, "utf8"));
-const { url, version, steps } = input;
+const { url, version, steps, headers, expectError } = input;
 const ai = await import(`ai${version}`);
 
 function fail(message) {
@@ -56,6 +58,8 @@ async function recordingFetch(resource, init) {
   const exchange = { body: JSON.parse(init.body), chunks: [] };
   requests.push(exchange);
   const response = await fetch(resource, init);
+  exchange.status = response.status;
+  exchange.headers = Object.fromEntries(response.headers);
   if (response.ok && response.body) {
     const reading = (async () => {
       const stream = ai.parseJsonEventStream({ stream: response.clone().body, schema: ai.uiMessageChunkSchema });
@@ -77,7 +81,7 @@ if (typeof sendAutomaticallyWhen !== "function") fail(`ai v${version} has no ${h
 const errors = [];
 const chat = new MemoryChat({
   id: input.chatId ?? "chat-1",
-  transport: new ai.DefaultChatTransport({ api: url, fetch: recordingFetch }),
+  transport: new ai.DefaultChatTransport({ api: url, fetch: recordingFetch, headers: headers ?? {} }),
   sendAutomaticallyWhen,
   onError: (error) => errors.push(String(error?.message ?? error)),
 });
@@ -126,9 +130,10 @@ for (const step of steps) {
     fail(`unknown step ${JSON.stringify(step)}`);
   }
   await settle();
+  if (expectError && (errors.length > 0 || chat.status === "error")) break;
   if (errors.length > 0 || chat.status === "error") {
     fail(`the chat failed: ${errors.join("; ") || chat.error}\n${JSON.stringify(chat.messages)}`);
   }
 }
 
-process.stdout.write(JSON.stringify({ messages: chat.messages, requests }));
+process.stdout.write(JSON.stringify({ messages: chat.messages, requests, errors }));

@@ -1,0 +1,33 @@
+"""The access layer: who may call, which agents, how often and how much, and from which origins.
+
+One module per rule: ``keys.py`` (API keys to a ``Caller``), ``limits.py`` and ``redis_limits.py``
+(per-key ``rpm`` and ``max_concurrent_streams``, in process or shared through Redis),
+``request_limits.py`` (sizes of one request), ``cors.py`` (browser origins), and ``gate.py``, where the
+request path meets them.
+"""
+
+from __future__ import annotations
+
+from starlette.middleware import Middleware
+
+from chatgate.access.cors import cors_middleware
+from chatgate.access.gate import OPEN_PATHS, AccessMiddleware, check_agent, hold_stream_slot
+from chatgate.access.keys import USER_HEADER, KeyRing
+from chatgate.access.request_limits import check_request_limits
+from chatgate.config import Config
+
+__all__ = [
+    "OPEN_PATHS",
+    "USER_HEADER",
+    "AccessMiddleware",
+    "KeyRing",
+    "access_middleware",
+    "check_agent",
+    "check_request_limits",
+    "hold_stream_slot",
+]
+
+
+def access_middleware(config: Config) -> list[Middleware]:
+    """The middleware of the access layer, outermost first: CORS (so refusals carry it), then keys and rpm."""
+    return [*cors_middleware(config.server), Middleware(AccessMiddleware)]

@@ -1,0 +1,67 @@
+"""CORS for browser apps on other origins: ``[server] cors_origins``, exact origins (``"*"`` only without keys).
+
+Starlette's ``CORSMiddleware`` with two changes: a request from an origin not on the list gets no CORS
+header at all (Starlette would still add ``Access-Control-Expose-Headers``), and a refused preflight is a
+JSON error like every other refusal. Preflights are answered before the access layer, so a browser can
+ask without a key; the real request then needs one. Stream frames bypass this middleware (app/sse.py).
+"""
+
+from __future__ import annotations
+
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from chatgate.config import ServerSettings
+from chatgate.errors import RequestError
+
+__all__ = ["ALLOWED_HEADERS", "EXPOSED_HEADERS", "cors_middleware"]
+
+ALLOWED_HEADERS = ("content-type", "authorization", "x-api-key", "x-chatgate-user", "x-request-id")
+"""What useChat, HttpAgent and a trusted backend send."""
+EXPOSED_HEADERS = ("x-request-id", "retry-after")
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+class _ExactCORS(CORSMiddleware):
+    async def simple_response(self, scope: Scope, receive: Receive, send: Send, request_headers: Headers) -> None:
+        origin = request_headers.get("origin")
+        if origin is None or not self.is_allowed_origin(origin):
+            await self.app(scope, receive, send)  # nothing to add, and no wrapped send
+            return
+        await super().simple_response(scope, receive, send, request_headers)
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code == 200:
+            return response
+        from chatgate.server import error_response  # the one renderer of refusals
+
+        refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
+        origin = request_headers["origin"]
+        return error_response(
+            RequestError(
+                403 if "origin" in refused else 400,
+                "cors_refused",
+                f"cross-origin request from {origin!r} refused ({refused}); "
+                "[server] cors_origins lists the allowed origins",
+            )
+        )
+
+
+def cors_middleware(settings: ServerSettings) -> list[Middleware]:
+    """The CORS middleware for ``settings.cors_origins`` (none when the list is empty)."""
+    if not settings.cors_origins:
+        return []
+    return [
+        Middleware(
+            _ExactCORS,
+            allow_origins=settings.cors_origins,
+            allow_methods=_METHODS,
+            allow_headers=ALLOWED_HEADERS,
+            expose_headers=EXPOSED_HEADERS,
+            max_age=600,
+        )
+    ]

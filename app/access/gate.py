@@ -1,0 +1,133 @@
+"""The access layer's request path: who is calling, and whether it may go on.
+
+``AccessMiddleware`` runs before routing on every HTTP request except the open probes (``/healthz``,
+``/readyz``): it authenticates the key (app/access/keys.py), puts the ``Caller`` in the scope for
+``caller_of``, and counts the request against the key's ``rpm``. It never wraps ``send``, so a stream's
+frames pass it untouched. The chat endpoint then calls ``check_agent`` and, just before it streams,
+``hold_stream_slot`` for the key's ``max_concurrent_streams``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from chatgate.access.keys import KeyRing
+from chatgate.access.limits import Limits, MemoryLimits, StreamSlot
+from chatgate.access.redis_limits import RedisLimits
+from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
+from chatgate.chat_page import PAGE_PATHS
+from chatgate.config import Config
+from chatgate.errors import RequestError
+
+__all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot"]
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz", *PAGE_PATHS})
+"""Probes a load balancer calls without a key, and the chat page's files (the page asks for a key)."""
+
+
+class _Access:
+    """Per app: the key ring of the current config and the in-process counters (kept across reloads)."""
+
+    def __init__(self) -> None:
+        self._ring: KeyRing | None = None
+        self._memory = MemoryLimits()
+        self._redis: RedisLimits | None = None
+
+    def ring(self, config: Config) -> KeyRing:
+        if self._ring is None or self._ring.config is not config:
+            self._ring = KeyRing(config)  # rebuilt once per reload, not per request
+        return self._ring
+
+    def limits(self, state: Any) -> Limits:
+        client = getattr(state, "redis", None)
+        if client is None:
+            return self._memory
+        if self._redis is None:
+            self._redis = RedisLimits(client, state.agents.config.server.redis_failure)
+        return self._redis
+
+
+def _access(state: Any) -> _Access:
+    access = getattr(state, "access", None)
+    if access is None:
+        access = state.access = _Access()
+    assert isinstance(access, _Access)
+    return access
+
+
+class AccessMiddleware:
+    """Authenticate each request and count it against its key's ``rpm``; refusals are JSON errors."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Set the caller, or answer with the refusal."""
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        state = scope["app"].state
+        access = _access(state)
+        ring = access.ring(state.agents.config)
+        try:
+            caller = ring.authenticate(Headers(scope=scope))
+            key = ring.key(caller.key_id)
+            if key is not None and key.rpm is not None:
+                await access.limits(state).admit(key.id, key.rpm)
+        except RequestError as error:
+            from chatgate.server import error_response  # the one renderer of refusals
+
+            await error_response(error)(scope, receive, send)
+            return
+        scope[CALLER_SCOPE_KEY] = caller
+        await self.app(scope, receive, send)
+
+
+def check_agent(caller: Caller, agent: str) -> None:
+    """403 unless ``caller``'s key may use ``agent``."""
+    if not caller.may_use(agent):
+        raise RequestError(403, "agent_not_allowed", f"this API key may not use agent {agent!r}")
+
+
+async def hold_stream_slot(request: Request, response: ASGIApp) -> ASGIApp:
+    """``response`` holding one of the caller's stream slots until it ends (429 when none is free).
+
+    Call it last before returning a streaming response: the slot is released when the response ends,
+    whether it finished, failed or the client went away.
+    """
+    state = request.app.state
+    access = _access(state)
+    key = access.ring(state.agents.config).key(caller_of(request).key_id)
+    if key is None or key.max_concurrent_streams is None:
+        return response
+    slot = await access.limits(state).open_stream(key.id, key.max_concurrent_streams)
+    return _Holding(response, slot)
+
+
+class _Holding:
+    """An ASGI response that holds a stream slot while it runs."""
+
+    def __init__(self, response: ASGIApp, slot: StreamSlot) -> None:
+        self._response = response
+        self._slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._slot.expires:  # an in-process slot: released without awaiting anything
+            try:
+                await self._response(scope, receive, send)
+            finally:
+                await self._slot.release()
+            return
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._slot.keep)
+                await self._response(scope, receive, send)
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._slot.release()

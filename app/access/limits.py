@@ -1,0 +1,114 @@
+"""Per-key limits: requests per minute (``rpm``) and concurrent streams (``max_concurrent_streams``).
+
+``Limits`` is what the access layer asks; ``MemoryLimits`` counts in this process (the default), and
+``RedisLimits`` (redis_limits.py) counts in Redis so every replica shares one budget per key. Both use
+the same rules: ``rpm`` is a sliding window of the last 60 seconds, counting admitted requests only, and
+a refused one says in ``Retry-After`` when the oldest of them leaves the window; a stream holds a slot
+from its start until it ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from typing import Protocol
+
+import anyio
+
+from chatgate.errors import RequestError
+
+__all__ = ["WINDOW_SECONDS", "Limits", "MemoryLimits", "StreamSlot", "rate_limited", "too_many_streams"]
+
+WINDOW_SECONDS = 60.0
+
+
+class StreamSlot(Protocol):
+    """A held stream slot; ``release`` gives it back (once).
+
+    ``expires`` is true for a slot that lapses unless ``keep`` runs beside the stream (Redis); a slot in
+    process memory needs no keeping, and the stream then runs with no extra task.
+    """
+
+    expires: bool
+
+    async def keep(self) -> None:
+        """Keep the slot alive while the stream runs; returns only when cancelled."""
+
+    async def release(self) -> None:
+        """Give the slot back."""
+
+
+class Limits(Protocol):
+    """Where per-key counts live."""
+
+    async def admit(self, key_id: str, rpm: int) -> None:
+        """Count one request of ``key_id``, or raise 429 ``rate_limited`` when ``rpm`` are already in the window."""
+
+    async def open_stream(self, key_id: str, most: int) -> StreamSlot:
+        """Hold one of ``key_id``'s ``most`` stream slots, or raise 429 ``too_many_streams``."""
+
+
+def rate_limited(key_id: str, rpm: int, retry_after: float) -> RequestError:
+    """The 429 of a key over its ``rpm``, with ``Retry-After`` in whole seconds (at least 1)."""
+    seconds = max(1, math.ceil(retry_after))
+    return RequestError(
+        429,
+        "rate_limited",
+        f"key {key_id!r} made {rpm} requests in the last minute (rpm = {rpm}); retry in {seconds} s",
+        [{"limit": "rpm", "allowed": str(rpm)}],
+        headers={"Retry-After": str(seconds)},
+    )
+
+
+def too_many_streams(key_id: str, most: int) -> RequestError:
+    """The 429 of a key that already has ``most`` streams open."""
+    return RequestError(
+        429,
+        "too_many_streams",
+        f"key {key_id!r} already has {most} streams open (max_concurrent_streams = {most})",
+        [{"limit": "max_concurrent_streams", "allowed": str(most)}],
+    )
+
+
+class _MemorySlot:
+    expires = False
+
+    def __init__(self, counts: dict[str, int], key_id: str) -> None:
+        self._counts = counts
+        self._key_id = key_id
+        self._held = True
+
+    async def keep(self) -> None:
+        await anyio.sleep_forever()
+
+    async def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._counts[self._key_id] -= 1
+
+
+class MemoryLimits:
+    """Counts in this process: exact for one replica, and no network on the request path."""
+
+    def __init__(self) -> None:
+        self._admitted: dict[str, deque[float]] = {}
+        self._streams: dict[str, int] = {}
+
+    async def admit(self, key_id: str, rpm: int) -> None:
+        """See ``Limits.admit``."""
+        now = time.monotonic()
+        admitted = self._admitted.setdefault(key_id, deque())
+        while admitted and admitted[0] <= now - WINDOW_SECONDS:
+            admitted.popleft()
+        if len(admitted) >= rpm:
+            # A lowered rpm (a reload) leaves more than rpm entries: the one that frees a place is rpm from the end.
+            raise rate_limited(key_id, rpm, admitted[-rpm] + WINDOW_SECONDS - now)
+        admitted.append(now)
+
+    async def open_stream(self, key_id: str, most: int) -> StreamSlot:
+        """See ``Limits.open_stream``."""
+        if self._streams.get(key_id, 0) >= most:
+            raise too_many_streams(key_id, most)
+        self._streams[key_id] = self._streams.get(key_id, 0) + 1
+        return _MemorySlot(self._streams, key_id)

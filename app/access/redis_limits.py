@@ -1,0 +1,165 @@
+"""Per-key limits shared by every replica through Redis: one atomic Lua script per check.
+
+``rpm`` is a sorted set of admitted request times per key (a sliding 60 s window, read on Redis's clock
+so replicas with skewed clocks agree). A stream slot is a member of a sorted set scored by its expiry:
+a running stream pushes its expiry forward every ``SLOT_REFRESH_SECONDS``, so the slots of a replica
+that crashed expire within ``SLOT_TTL_SECONDS`` instead of blocking the key for good.
+
+When Redis does not answer, ``[server] redis_failure`` decides: ``"closed"`` refuses with 503, ``"open"``
+lets the request through uncounted.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Literal
+
+import anyio
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from chatgate.access.limits import WINDOW_SECONDS, StreamSlot, rate_limited, too_many_streams
+from chatgate.errors import RequestError
+
+__all__ = ["SLOT_REFRESH_SECONDS", "SLOT_TTL_SECONDS", "RedisLimits"]
+
+logger = logging.getLogger("chatgate.access")
+
+SLOT_TTL_SECONDS = 120
+SLOT_REFRESH_SECONDS = 40
+
+_NOW_MS = """
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+"""
+
+# KEYS[1]: admitted request times. ARGV: rpm, window ms, a unique member. Returns -1 when admitted,
+# else the milliseconds until a place frees.
+_ADMIT = (
+    _NOW_MS
+    + """
+local rpm = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count >= rpm then
+  local freeing = redis.call('ZRANGE', KEYS[1], count - rpm, count - rpm, 'WITHSCORES')
+  return tonumber(freeing[2]) + window - now
+end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], window)
+return -1
+"""
+)
+
+# KEYS[1]: open slots scored by expiry. ARGV: most, ttl ms, the slot's member. Returns 1 when held.
+_OPEN_STREAM = (
+    _NOW_MS
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 1
+"""
+)
+
+# KEYS[1]: open slots. ARGV: ttl ms, the slot's member. Pushes a held slot's expiry forward.
+_KEEP_STREAM = (
+    _NOW_MS
+    + """
+if redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[1]), ARGV[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+end
+return 1
+"""
+)
+
+_FAILURES = (RedisError, OSError)
+
+
+class _RedisSlot:
+    expires = True
+
+    def __init__(self, client: redis.Redis, key: str, member: str) -> None:
+        self._client = client
+        self._key = key
+        self._member = member
+        self._held = True
+
+    async def keep(self) -> None:
+        """Push this slot's expiry forward until cancelled (the stream's lifetime)."""
+        script = self._client.register_script(_KEEP_STREAM)
+        while True:
+            await anyio.sleep(SLOT_REFRESH_SECONDS)
+            try:
+                await script(keys=[self._key], args=[SLOT_TTL_SECONDS * 1000, self._member])
+            except _FAILURES as exc:
+                logger.warning("could not refresh a stream slot in Redis (%s)", type(exc).__name__)
+
+    async def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        try:
+            await self._client.zrem(self._key, self._member)
+        except _FAILURES as exc:
+            logger.warning("could not release a stream slot in Redis (%s); it expires on its own", type(exc).__name__)
+
+
+class _UncountedSlot:
+    """What a stream holds when Redis is down and ``redis_failure = "open"``."""
+
+    expires = False
+
+    async def keep(self) -> None:
+        await anyio.sleep_forever()
+
+    async def release(self) -> None:
+        return None
+
+
+class RedisLimits:
+    """``Limits`` in Redis, shared by every replica that uses the same Redis."""
+
+    def __init__(self, client: redis.Redis, failure: Literal["closed", "open"]) -> None:
+        self._client = client
+        self._failure = failure
+        self._admit = client.register_script(_ADMIT)
+        self._open_stream = client.register_script(_OPEN_STREAM)
+
+    async def admit(self, key_id: str, rpm: int) -> None:
+        """See ``Limits.admit``."""
+        args: list[Any] = [rpm, int(WINDOW_SECONDS * 1000), uuid.uuid4().hex]
+        try:
+            wait_ms = int(await self._admit(keys=[f"chatgate:rpm:{key_id}"], args=args))
+        except _FAILURES as exc:
+            self._unavailable(exc)
+            return
+        if wait_ms >= 0:
+            raise rate_limited(key_id, rpm, wait_ms / 1000)
+
+    async def open_stream(self, key_id: str, most: int) -> StreamSlot:
+        """See ``Limits.open_stream``."""
+        key, member = f"chatgate:streams:{key_id}", uuid.uuid4().hex
+        try:
+            held = int(await self._open_stream(keys=[key], args=[most, SLOT_TTL_SECONDS * 1000, member]))
+        except _FAILURES as exc:
+            self._unavailable(exc)
+            return _UncountedSlot()
+        if not held:
+            raise too_many_streams(key_id, most)
+        return _RedisSlot(self._client, key, member)
+
+    def _unavailable(self, exc: BaseException) -> None:
+        logger.warning("Redis did not answer a limit check (%s); redis_failure = %s", type(exc).__name__, self._failure)
+        if self._failure == "closed":
+            raise RequestError(
+                503,
+                "limits_unavailable",
+                "the shared rate-limit store is not answering; try again shortly",
+                headers={"Retry-After": "5"},
+            )

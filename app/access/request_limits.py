@@ -1,0 +1,67 @@
+"""Size limits on one decoded request: messages, parts per message, total text, tools.
+
+``[server] max_messages``, ``max_parts_per_message``, ``max_text_chars`` and ``max_tools`` bound what a
+client may ask a model to read, whatever the protocol; each refusal is a 413 naming the limit.
+"""
+
+from __future__ import annotations
+
+from chatgate.config import ServerSettings
+from chatgate.errors import RequestError
+from chatgate.history import (
+    AssistantMessage,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+)
+from chatgate.run_input import RunInput
+
+__all__ = ["check_request_limits"]
+
+
+def check_request_limits(run_input: RunInput, settings: ServerSettings) -> None:
+    """Refuse ``run_input`` with a 413 naming the first ``[server]`` size limit it exceeds."""
+    messages = run_input.messages
+    if len(messages) > settings.max_messages:
+        raise _over("max_messages", f"{len(messages)} messages", settings.max_messages)
+    if len(run_input.tools) > settings.max_tools:
+        raise _over("max_tools", f"{len(run_input.tools)} tools", settings.max_tools)
+    total = 0
+    for index, message in enumerate(messages):
+        parts = _parts(message)
+        if parts > settings.max_parts_per_message:
+            raise _over("max_parts_per_message", f"message {index} has {parts} parts", settings.max_parts_per_message)
+        total += _text_chars(message)
+    if total > settings.max_text_chars:
+        raise _over("max_text_chars", f"{total} characters of text", settings.max_text_chars)
+
+
+def _over(limit: str, what: str, allowed: int) -> RequestError:
+    return RequestError(
+        413,
+        "limit_exceeded",
+        f"{what}: more than [server] {limit} = {allowed}",
+        [{"limit": limit, "allowed": str(allowed)}],
+    )
+
+
+def _parts(message: Message) -> int:
+    if isinstance(message, (UserMessage, AssistantMessage)):
+        return len(message.parts)
+    return 1
+
+
+def _text_chars(message: Message) -> int:
+    if isinstance(message, (SystemMessage, ToolMessage)):
+        return len(message.content)
+    total = 0
+    for part in message.parts:
+        if isinstance(part, (TextPart, ReasoningPart)):
+            total += len(part.text)
+        elif isinstance(part, ToolCallPart):
+            total += len(part.arguments)  # files have their own limits (app/files.py)
+    return total
