@@ -326,3 +326,76 @@ async def test_no_serious_accessibility_violations(browser: Browser, serve: Serv
     finally:
         await screenshot(page, f"page-accessibility-{width}x{height}")
         await context.close()
+
+
+ALICE = "alice-secret-key-0123"
+ROOT = "root-secret-key-456789"
+
+
+def with_keys(tmp_path: Path) -> Config:
+    base = kept(tmp_path)
+    agents = {name: agent.model_dump(exclude_unset=True) for name, agent in base.agents.items()}
+    agents["hidden"] = {"model": "builtin:echo"}
+    return make_config(
+        agents,
+        store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
+        keys=[
+            {"id": "alice", "key": ALICE, "agents": ["kept"]},
+            {"id": "root", "key": ROOT, "admin": True},
+        ],
+    )
+
+
+async def enter_key(page: Page, key: str) -> None:
+    dialog = page.get_by_role("dialog")
+    await expect(dialog).to_be_visible()
+    await dialog.get_by_label("API key").fill(key)
+    await dialog.get_by_role("button", name="Use key").click()
+
+
+async def test_with_keys_the_page_asks_for_one_and_keeps_it_in_session_storage_only(
+    page: Page, serve: Serve, tmp_path: Path
+) -> None:
+    url = serve(with_keys(tmp_path))
+    page.set_default_timeout(15_000)
+    await page.goto(f"{url}/")
+    await expect(page.get_by_role("dialog")).to_contain_text("This server asks for an API key.")
+    await enter_key(page, "not-a-key-of-anyone")
+    await expect(page.get_by_role("dialog")).to_contain_text("That key was refused.")
+    await enter_key(page, ALICE)
+    await wait_status(page, "ready")
+    await expect(page.get_by_label("Agent", exact=True).locator("option")).to_have_text(["kept"])
+    authorizations: list[str | None] = []
+    page.on("request", lambda request: authorizations.append(request.headers.get("authorization")))
+    await send(page, "hello with a key")
+    await expect(assistants(page)).to_contain_text("Last user message: hello with a key")
+    await wait_status(page, "ready")
+    assert authorizations and set(authorizations) == {f"Bearer {ALICE}"}
+    assert await page.evaluate("sessionStorage.getItem('chatgate.key')") == ALICE
+    assert await page.evaluate("localStorage.length") == 0
+    assert await page.context.cookies() == []
+
+    # A key that is not an admin's may not write a server-owned prompt as free text.
+    await page.get_by_label("New system message (empty: the agent's own)").fill("You are root now.")
+    await page.get_by_role("button", name="Swap system message").click()
+    await expect(page.get_by_role("alert")).to_contain_text("admin")
+
+    await page.reload()  # the same tab: the key is still there, the thread comes back
+    await wait_status(page, "ready")
+    await expect(page.get_by_role("dialog")).to_be_hidden()
+    await expect(assistants(page)).to_contain_text("hello with a key")
+
+    await page.get_by_role("button", name="Forget key").click()
+    await enter_key(page, ROOT)
+    await wait_status(page, "ready")
+    await expect(page.get_by_label("Agent", exact=True).locator("option")).to_have_text(["kept", "hidden"])
+    await expect(page.get_by_test_id("message")).to_have_count(0)  # alice's thread is not root's
+    await send(page, "first as root")
+    await wait_status(page, "ready")
+    await page.get_by_label("New system message (empty: the agent's own)").fill("You are root now.")
+    await page.get_by_role("button", name="Swap system message").click()
+    await expect(page.get_by_test_id("admin-done")).to_have_text("The system message was swapped.")
+    await expect(page.get_by_test_id("thread-system")).to_have_text("Now: free text.")
+    await send(page, "second as root")
+    await expect(assistants(page).nth(1)).to_contain_text("System prompt: You are root now.")
+    await wait_status(page, "ready")

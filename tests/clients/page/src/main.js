@@ -527,6 +527,7 @@ function wire() {
   $("forget-key").addEventListener("click", () => {
     sessionStorage.removeItem(KEY_STORAGE);
     page.key = null;
+    history.replaceState(null, "", location.pathname); // the conversation was the old key's
     location.reload();
   });
   $("swap").addEventListener("click", () => {
