@@ -9,6 +9,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
 (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
+(cd tests/clients/page && npm ci --no-audit --no-fund --loglevel=error)  # the chat page's build and axe-core
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh
