@@ -211,6 +211,14 @@ async def test_the_model_cannot_put_html_in_the_page(page: Page, serve: Serve) -
     assert await page.locator("[data-testid=messages] img, [data-testid=messages] script, b").count() == 0
     assert await page.evaluate("window.__pwned") is None
 
+    await send(page, "blocks:\n\n- one\n- **two**\n\n1. first\n\n```\n<i>fenced</i>\n```\nafter")
+    await wait_status(page, "ready")
+    second = assistants(page).nth(1).get_by_test_id("part-text")
+    await expect(second.locator("ul > li")).to_have_text(["one", "two"])
+    await expect(second.locator("ol > li")).to_have_text(["first"])
+    await expect(second.locator("pre > code")).to_have_text("<i>fenced</i>")
+    await expect(second.locator("i")).to_have_count(0)
+
 
 async def test_the_system_message_field_is_only_for_client_mode_agents(page: Page, serve: Serve) -> None:
     await open_page(page, serve(agents()))
@@ -275,6 +283,7 @@ async def test_a_server_held_thread_is_listed_reloaded_swapped_and_reset(
     await expect(assistants(page)).to_contain_text("Last user message: first question")
     await expect(threads.get_by_role("button", name="first question")).to_have_attribute("aria-current", "true")
 
+    await page.get_by_text("System message and reset").click()
     await page.get_by_label("or a named prompt").fill("pirate")
     await page.get_by_role("button", name="Swap system message").click()
     await expect(page.get_by_test_id("admin-done")).to_have_text("The system message was swapped.")
@@ -306,12 +315,14 @@ async def test_a_reload_during_an_answer_shows_it_when_it_ends(page: Page, serve
 
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
-async def test_no_serious_accessibility_violations(browser: Browser, serve: Serve, width: int, height: int) -> None:
+async def test_no_serious_accessibility_violations(
+    browser: Browser, serve: Serve, tmp_path: Path, width: int, height: int
+) -> None:
     # axe is injected as a script, which the page's own policy refuses: this context bypasses it.
     context = await browser.new_context(viewport={"width": width, "height": height}, bypass_csp=True)
     page = await context.new_page()
     try:
-        await open_page(page, serve(agents()))
+        await open_page(page, serve(everything(tmp_path)))
         await send(page, "**hello** `code` [a link](https://example.com/)")
         await wait_status(page, "ready")
         await send(page, '/call pick_color {"palette": "warm"}')
@@ -323,9 +334,28 @@ async def test_no_serious_accessibility_violations(browser: Browser, serve: Serv
         await page.get_by_label("Agent", exact=True).select_option("open")
         await expect(page.get_by_label("System message (this agent lets the client write it)")).to_be_visible()
         assert await axe_violations(page) == []
+        await page.get_by_label("Agent", exact=True).select_option("kept")  # conversations and their controls
+        await send(page, "a kept conversation")
+        await wait_status(page, "ready")
+        await page.get_by_text("System message and reset").click()
+        await expect(page.get_by_role("button", name="Reset conversation")).to_be_visible()
+        assert await axe_violations(page) == []
+        overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, "the page scrolls sideways"
     finally:
         await screenshot(page, f"page-accessibility-{width}x{height}")
         await context.close()
+
+
+def everything(tmp_path: Path) -> Config:
+    """Every agent of ``agents()`` and the server-held ``kept``."""
+    every = {**agents().agents, **kept(tmp_path).agents}
+    plain = {name: agent.model_dump(exclude_unset=True) for name, agent in every.items()}
+    return make_config(
+        plain,
+        store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
+        server={"approval_secret": "a-secret-of-enough-length"},
+    )
 
 
 ALICE = "alice-secret-key-0123"
@@ -376,6 +406,7 @@ async def test_with_keys_the_page_asks_for_one_and_keeps_it_in_session_storage_o
     assert await page.context.cookies() == []
 
     # A key that is not an admin's may not write a server-owned prompt as free text.
+    await page.get_by_text("System message and reset").click()
     await page.get_by_label("New system message (empty: the agent's own)").fill("You are root now.")
     await page.get_by_role("button", name="Swap system message").click()
     await expect(page.get_by_role("alert")).to_contain_text("admin")
@@ -392,6 +423,7 @@ async def test_with_keys_the_page_asks_for_one_and_keeps_it_in_session_storage_o
     await expect(page.get_by_test_id("message")).to_have_count(0)  # alice's thread is not root's
     await send(page, "first as root")
     await wait_status(page, "ready")
+    await page.get_by_text("System message and reset").click()
     await page.get_by_label("New system message (empty: the agent's own)").fill("You are root now.")
     await page.get_by_role("button", name="Swap system message").click()
     await expect(page.get_by_test_id("admin-done")).to_have_text("The system message was swapped.")

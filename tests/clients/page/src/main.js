@@ -512,7 +512,11 @@ function wire() {
       $("composer").requestSubmit();
     }
   });
-  $("stop").addEventListener("click", () => page.chat?.stop());
+  $("stop").addEventListener("click", async () => {
+    await page.chat?.stop();
+    // A server-held answer goes on without us (finish_on_disconnect): show it when it is saved.
+    if (page.serverThreads && page.chat) setTimeout(() => describeThread(page.chat.id), 300);
+  });
   $("regenerate").addEventListener("click", () => {
     showPageError(null);
     page.chat?.regenerate();
