@@ -431,3 +431,19 @@ async def test_with_keys_the_page_asks_for_one_and_keeps_it_in_session_storage_o
     await send(page, "second as root")
     await expect(assistants(page).nth(1)).to_contain_text("System prompt: You are root now.")
     await wait_status(page, "ready")
+
+
+async def test_stop_on_a_server_held_conversation_shows_the_saved_answer(
+    page: Page, serve: Serve, tmp_path: Path
+) -> None:
+    await open_page(page, serve(kept(tmp_path, delay=0.2)))
+    await send(page, "stop me")
+    await expect(assistants(page)).to_contain_text("System")
+    await page.get_by_role("button", name="Stop").click()
+    # The server finishes and saves the answer (finish_on_disconnect); the page shows it when it ends.
+    await expect(assistants(page)).to_contain_text("Last user message: stop me", timeout=10_000)
+    await expect(page.get_by_test_id("running")).to_be_hidden()
+    await send(page, "and the thread takes the next turn")
+    await expect(assistants(page).nth(1)).to_contain_text("Last user message: and the thread takes the next turn")
+    await wait_status(page, "ready")
+    await expect(page.get_by_test_id("error")).to_be_hidden()
