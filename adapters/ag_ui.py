@@ -19,12 +19,13 @@ Decoding (``adapters/ag_ui_wire.py`` holds the wire types):
 - ``resume`` entries answer tool approval interrupts: ``resolved`` approves unless the payload is an
   object with ``"approved": false``; ``cancelled`` denies; a payload ``"reason"`` string is kept.
 
-Encoding: ``RUN_STARTED``, then one event per run event, then exactly one of ``RUN_FINISHED`` or
-``RUN_ERROR``. Reasoning spans open ``REASONING_START`` and ``REASONING_MESSAGE_START`` under the same
-id; ``provider_data`` leaves as ``REASONING_ENCRYPTED_VALUE`` (its JSON text). A server-held thread's
-``RunInput.snapshot`` goes out as ``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. Token usage is summed
-into ``RUN_FINISHED.usage``; tool approval requests become ``RUN_FINISHED`` interrupts. Frames are
-LF-only and carry no ``null``.
+Encoding: ``RUN_STARTED`` (with ``input.messages`` naming the request's unanswered tool calls, when
+it has any, so a resumed run's ``TOOL_CALL_RESULT`` answers a call this run named), then one event per
+run event, then exactly one of ``RUN_FINISHED`` or ``RUN_ERROR``. Reasoning spans open
+``REASONING_START`` and ``REASONING_MESSAGE_START`` under the same id; ``provider_data`` leaves as
+``REASONING_ENCRYPTED_VALUE`` (its JSON text). A server-held thread's ``RunInput.snapshot`` goes out as
+``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. Token usage is summed into ``RUN_FINISHED.usage``; tool
+approval requests become ``RUN_FINISHED`` interrupts. Frames are LF-only and carry no ``null``.
 """
 
 from __future__ import annotations
@@ -266,6 +267,15 @@ class _RunEncoder:
     def __init__(self, run_input: RunInput, agent: AgentConfig) -> None:
         self._run = {"threadId": run_input.thread_id, "runId": run_input.run_id}
         self._snapshot = run_input.snapshot
+        self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run}
+        carrier = _unanswered_calls(run_input)
+        if carrier is not None:
+            # tools and context are required fields for pre-1.0 readers (CopilotKit's @ag-ui/client 0.0.x).
+            tools = [
+                {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+                for tool in run_input.tools
+            ]
+            self._started["input"] = {**self._run, "messages": [carrier], "tools": tools, "context": []}
         self._agent = agent
         # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
         self._texts: dict[str, bytes] = {}
@@ -293,7 +303,7 @@ class _RunEncoder:
 
     async def stream(self, events: AsyncIterator[RunEvent]) -> AsyncGenerator[bytes, None]:
         """Frames for ``events``; ends with exactly one terminal event whatever the iterator does."""
-        yield sse_frame({"type": "RUN_STARTED", **self._run})
+        yield sse_frame(self._started)
         if self._snapshot is not None:
             yield sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": snapshot_messages(self._snapshot)})
         texts, reasoning, tool_calls, handlers = self._texts, self._reasoning, self._tool_calls, self._handlers
@@ -448,6 +458,24 @@ class _RunEncoder:
         self._input_tokens += event.input_tokens
         self._output_tokens += event.output_tokens
         return b""
+
+
+def _unanswered_calls(run_input: RunInput) -> dict[str, Any] | None:
+    """The last assistant message, as an AG-UI message, when some of its tool calls have no result yet.
+
+    A resumed run answers calls made in an earlier run. ``RUN_STARTED.input.messages`` names them, so
+    a reader that knows only this run's calls (the reference client's verifier seeds its per-run
+    state from ``input.messages``) accepts the ``TOOL_CALL_RESULT`` that follows.
+    """
+    answered = {message.tool_call_id for message in run_input.messages if isinstance(message, ToolMessage)}
+    last = next((m for m in reversed(run_input.messages) if isinstance(m, AssistantMessage)), None)
+    if last is None or not last.id or all(call.tool_call_id in answered for call in last.tool_calls):
+        return None
+    calls = [
+        {"id": call.tool_call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        for call in last.tool_calls
+    ]
+    return {"id": last.id, "role": "assistant", "toolCalls": calls}
 
 
 def _tool_call_result(tool_call_id: str, content: str) -> bytes:

@@ -23,6 +23,10 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
 - Provider data (what a provider needs echoed back next turn) travels as
   ``providerMetadata: {"chatgate": {...}}`` on ``reasoning-end`` and ``tool-input-available``; decode
   unwraps it from ``providerMetadata`` / ``callProviderMetadata`` (other metadata is kept whole).
+- Steps: a model step's tool outputs and approval requests come inside it, before its
+  ``finish-step``, as the AI SDK's own server sends them (``finish-step`` is written when the next
+  step starts or the stream ends). Outcomes settled before the first model step (a resumed approval)
+  come before any ``start-step``, as there too.
 - Versions (the agent's ``vercel_ai_version``): v6 and v7 get ``finish.finishReason``,
   ``tool-approval-request`` and ``tool-output-denied``. v5 gets neither: ai 5.0.0 to 5.0.91 reject
   unknown fields and a ``finishReason`` on ``finish``, and no 5.x knows approvals, so an approval
@@ -328,7 +332,7 @@ def _delta_prefix(kind: bytes, id_field: bytes, part_id: str, delta_field: bytes
 class _MessageStream:
     """One response's open parts and step, and the one place they are closed."""
 
-    __slots__ = ("reasoning", "step_open", "text", "tool_names", "tools", "version")
+    __slots__ = ("reasoning", "step_ended", "step_open", "text", "tool_names", "tools", "version")
 
     def __init__(self, version: VercelAIVersion) -> None:
         self.version = version
@@ -336,19 +340,20 @@ class _MessageStream:
         self.reasoning: dict[str, bytes] = {}
         self.tools: dict[str, bytes] = {}
         self.tool_names: dict[str, str] = {}
-        self.step_open = False
+        self.step_open = False  # start-step written, finish-step not yet
+        self.step_ended = False  # ... and the model step is over: only its tool outcomes may follow
 
     def frame(self, event: RunEvent) -> bytes:
         """The frames for every event but deltas and terminals (``b""`` for events the UI never sees)."""
         if isinstance(event, TextStart):
             self.text[event.id] = _delta_prefix(b"text-delta", b"id", event.id, b"delta")
-            return sse_frame({"type": "text-start", "id": event.id})
+            return self._end_ended_step() + sse_frame({"type": "text-start", "id": event.id})
         if isinstance(event, TextEnd):
             del self.text[event.id]
             return sse_frame({"type": "text-end", "id": event.id})
         if isinstance(event, ReasoningStart):
             self.reasoning[event.id] = _delta_prefix(b"reasoning-delta", b"id", event.id, b"delta")
-            return sse_frame({"type": "reasoning-start", "id": event.id})
+            return self._end_ended_step() + sse_frame({"type": "reasoning-start", "id": event.id})
         if isinstance(event, ReasoningEnd):
             del self.reasoning[event.id]
             chunk: dict[str, Any] = {"type": "reasoning-end", "id": event.id}
@@ -360,7 +365,8 @@ class _MessageStream:
                 b"tool-input-delta", b"toolCallId", event.tool_call_id, b"inputTextDelta"
             )
             self.tool_names[event.tool_call_id] = event.name
-            return sse_frame({"type": "tool-input-start", "toolCallId": event.tool_call_id, "toolName": event.name})
+            start = {"type": "tool-input-start", "toolCallId": event.tool_call_id, "toolName": event.name}
+            return self._end_ended_step() + sse_frame(start)
         if isinstance(event, ToolCallEnd):
             return self._tool_input(event)
         if isinstance(event, ToolResult):
@@ -378,10 +384,14 @@ class _MessageStream:
                 return _tool_error(event.tool_call_id, DENIED)
             return sse_frame({"type": "tool-output-denied", "toolCallId": event.tool_call_id})
         if isinstance(event, StepStarted):
+            previous = self._finish_step()
             self.step_open = True
-            return b'data: {"type":"start-step"}\n\n'
+            return previous + b'data: {"type":"start-step"}\n\n'
         if isinstance(event, StepFinished):
-            return self._close_parts() + self._finish_step()
+            # finish-step waits for the step's tool outputs and approval requests, which go inside
+            # it, as the AI SDK's own server sends them.
+            self.step_ended = self.step_open
+            return self._close_parts()
         return b""  # Usage, ModelFinished: nothing a useChat client reads
 
     def end(self, reason: FinishReason, error_text: str | None = None) -> bytes:
@@ -424,8 +434,12 @@ class _MessageStream:
     def _finish_step(self) -> bytes:
         if not self.step_open:
             return b""
-        self.step_open = False
+        self.step_open = self.step_ended = False
         return b'data: {"type":"finish-step"}\n\n'
+
+    def _end_ended_step(self) -> bytes:
+        """``finish-step`` before content that is not the ended step's own (the max-steps notice)."""
+        return self._finish_step() if self.step_ended else b""
 
 
 def _tool_error(tool_call_id: str, error_text: str) -> bytes:

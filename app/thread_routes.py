@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from chatgate.access import check_agent
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.caller import Caller, caller_of
 from chatgate.config import AgentConfig
@@ -121,8 +122,9 @@ def _context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
     caller = caller_of(request)
     name = request.path_params["agent"]
     agent = registry.get(name)
-    if agent is None or not caller.may_use(name):
+    if agent is None:
         raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
+    check_agent(caller, name)
     if agent.config.conversations != "server":
         raise RequestError(404, "no_threads", f"agent {name!r} keeps no conversations (conversations = 'client')")
     store: ThreadStore | None = request.app.state.store

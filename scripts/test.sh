@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages into .venv, the real Node UI clients into
-# tests/clients/node_modules, Redis, PostgreSQL and Chromium from Debian's packages), then run the
-# linters, the type checker and the whole test suite.
+# tests/clients/node_modules, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
+# PostgreSQL and Chromium from Debian's packages), then run the linters, the type checker and the
+# whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-system-packages.sh
@@ -9,7 +10,8 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
 (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
-(cd tests/clients/page && npm ci --no-audit --no-fund --loglevel=error)  # the chat page's build and axe-core
+bash scripts/build-test-apps.sh
+bash scripts/build-page.sh --check  # installs the chat page's build and axe-core; fails if chat.js is stale
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh

@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-from playwright.async_api import Browser, Locator, Page, async_playwright
-
-from tests.browser import ARTIFACTS_DIR, CHROMIUM_ARGS, chromium_path
+from playwright.async_api import Locator, Page
 
 TIMEOUT_MS = 15_000
-
-
-@asynccontextmanager
-async def chromium() -> AsyncIterator[Browser]:
-    """Headless system Chromium, closed on exit."""
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            await browser.close()
 
 
 async def open_page(page: Page, base_url: str, hash_: str = "") -> None:
@@ -47,14 +32,6 @@ async def wait_status(page: Page, status: str) -> None:
 def assistants(page: Page) -> Locator:
     """The assistant's messages."""
     return page.locator("[data-testid=message][data-role=assistant]")
-
-
-async def screenshot(page: Page, name: str) -> Path:
-    """Save the page as ``tests/artifacts/NAME.png``, the record of a test's last step."""
-    ARTIFACTS_DIR.mkdir(exist_ok=True)
-    path = ARTIFACTS_DIR / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
-    return path
 
 
 AXE_SCRIPT = Path(__file__).parent / "clients" / "page" / "node_modules" / "axe-core" / "axe.min.js"

@@ -5,14 +5,12 @@ from collections.abc import Callable
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from chatgate.caller import CALLER_SCOPE_KEY, Caller
+from chatgate.caller import Caller
 from chatgate.config import Config
 from chatgate.errors import ProviderError
 from chatgate.metrics import Metrics, error_kind
-from chatgate.server import create_app
-from tests.conftest import LiveServer, make_config
+from tests.conftest import make_config
 from tests.providers.fakes import Reply, fake_in_thread, text_reply
 from tests.providers.support import provider_table
 
@@ -122,35 +120,17 @@ def test_each_app_has_its_own_registry() -> None:
     assert "stripped_total{" not in second.render().decode()
 
 
-def as_caller(app: ASGIApp, caller: Caller) -> ASGIApp:
-    """What the access layer does: put the decided caller in the scope."""
-
-    async def with_caller(scope: Scope, receive: Receive, send: Send) -> None:
-        scope[CALLER_SCOPE_KEY] = caller
-        await app(scope, receive, send)
-
-    return with_caller
-
-
-def test_metrics_are_for_admin_callers_only_when_keys_are_in_use() -> None:
-    config = make_config({"bot": {"model": "builtin:echo", "default": True}})
-    servers = [
-        LiveServer(as_caller(create_app(config), Caller(key_id="web", admin=False))),
-        LiveServer(as_caller(create_app(config), Caller(key_id="ops", admin=True))),
-    ]
-    for server in servers:
-        server.start()
-    try:
-        refused = httpx.get(f"{servers[0].url}/metrics")
-        assert refused.status_code == 403
-        assert refused.json()["error"]["code"] == "forbidden"
-        allowed = httpx.get(f"{servers[1].url}/metrics")
-        assert allowed.status_code == 200
-        again = httpx.get(f"{servers[1].url}/metrics")  # a scrape is counted once it answers
-        assert 'key="ops",protocol="",status="200"} 1.0' in again.text
-    finally:
-        for server in servers:
-            server.stop()
+def test_metrics_are_for_admin_keys_only_when_keys_are_in_use(serve: Serve) -> None:
+    keys = [{"id": "web", "key": "web-key-0123456789ab"}, {"id": "ops", "key": "ops-key-0123456789ab", "admin": True}]
+    url = serve(make_config({"bot": {"model": "builtin:echo", "default": True}}, keys=keys))
+    assert httpx.get(f"{url}/metrics").status_code == 401
+    refused = httpx.get(f"{url}/metrics", headers={"authorization": "Bearer web-key-0123456789ab"})
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "forbidden"
+    admin = {"authorization": "Bearer ops-key-0123456789ab"}
+    assert httpx.get(f"{url}/metrics", headers=admin).status_code == 200
+    again = httpx.get(f"{url}/metrics", headers=admin)  # a scrape is counted once it answers
+    assert 'key="ops",protocol="",status="200"} 1.0' in again.text
 
 
 def test_a_stream_the_client_abandons_is_closed_and_its_model_call_counted_as_cancelled(serve: Serve) -> None:

@@ -78,7 +78,11 @@ class AccessMiddleware:
             caller = ring.authenticate(Headers(scope=scope))
             key = ring.key(caller.key_id)
             if key is not None and key.rpm is not None:
-                await access.limits(state).admit(key.id, key.rpm)
+                try:
+                    await access.limits(state).admit(key.id, key.rpm)
+                except RequestError as refused:
+                    _count_refusal(state, caller, refused, "rpm")
+                    raise
         except RequestError as error:
             from chatgate.server import error_response  # the one renderer of refusals
 
@@ -86,6 +90,13 @@ class AccessMiddleware:
             return
         scope[CALLER_SCOPE_KEY] = caller
         await self.app(scope, receive, send)
+
+
+def _count_refusal(state: Any, caller: Caller, refused: RequestError, limit: str) -> None:
+    """Count a 429 in the metrics (``chatgate_rate_limited_requests_total``); a 503 is not a rate limit."""
+    metrics = getattr(state, "metrics", None)
+    if refused.status == 429 and metrics is not None:
+        metrics.count_rate_limited(caller, limit)
 
 
 def check_agent(caller: Caller, agent: str) -> None:
@@ -105,7 +116,11 @@ async def hold_stream_slot(request: Request, response: ASGIApp) -> ASGIApp:
     key = access.ring(state.agents.config).key(caller_of(request).key_id)
     if key is None or key.max_concurrent_streams is None:
         return response
-    slot = await access.limits(state).open_stream(key.id, key.max_concurrent_streams)
+    try:
+        slot = await access.limits(state).open_stream(key.id, key.max_concurrent_streams)
+    except RequestError as refused:
+        _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
+        raise
     return _Holding(response, slot)
 
 

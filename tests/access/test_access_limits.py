@@ -188,3 +188,19 @@ async def test_a_crashed_replicas_slot_expires_and_a_running_one_is_kept(
         await limits.open_stream(key_id, 1)
     finally:
         await client.aclose()
+
+
+def test_refusals_by_rpm_and_by_streams_are_counted_in_the_metrics(serve: Serve) -> None:
+    agent = {"model": "builtin:echo", "default": True, "model_settings": {"delay": 0.05}}
+    keys = [
+        {"id": "limited", "key": SECRET, "rpm": 3, "max_concurrent_streams": 1},
+        {"id": "ops", "key": "ops-secret-0123456789", "admin": True},
+    ]
+    base = serve(make_config({"bot": agent}, keys=keys))
+    with open_stream(base):
+        assert post(base).json()["error"]["code"] == "too_many_streams"
+    assert post(base).status_code == 200
+    assert post(base).json()["error"]["code"] == "rate_limited"
+    text = httpx.get(f"{base}/metrics", headers={"authorization": "Bearer ops-secret-0123456789"}).text
+    assert 'chatgate_rate_limited_requests_total{key="limited",limit="max_concurrent_streams"} 1.0' in text
+    assert 'chatgate_rate_limited_requests_total{key="limited",limit="rpm"} 1.0' in text

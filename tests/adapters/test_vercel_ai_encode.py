@@ -127,9 +127,9 @@ async def test_a_tool_call_and_its_result() -> None:
             "providerMetadata": {"chatgate": {"id": "up-1"}},
         },
     ]
-    assert chunks[6:8] == [
-        {"type": "finish-step"},
+    assert chunks[6:8] == [  # inside the step, as the AI SDK's own server sends it
         {"type": "tool-output-available", "toolCallId": "c1", "output": "5"},
+        {"type": "finish-step"},
     ]
 
 
@@ -232,7 +232,7 @@ async def test_events_that_raise_end_the_stream_masked_and_logged(caplog: pytest
 async def test_events_that_stop_without_a_terminal_end_as_an_error(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.ERROR):
         chunks = await encode(step(*TEXT))
-    assert types(chunks)[-2:] == ["error", "finish"]
+    assert types(chunks)[-3:] == ["error", "finish-step", "finish"]
     assert "without a terminal event" in caplog.text
 
 

@@ -89,3 +89,46 @@ def test_a_run_that_reaches_max_steps_says_so_and_finishes_cleanly(serve: Serve)
     assert len(results(result)) == 1
     assert reply(result) == "[Stopped: this run reached its limit of 1 model steps.]"
     assert types(result)[-1] == "RUN_FINISHED"
+
+
+def unknown_results(events: list[dict[str, Any]]) -> list[str]:
+    """A strict per-run reader: a TOOL_CALL_RESULT must answer a call this run named, in
+    ``RUN_STARTED.input.messages`` or by ``TOOL_CALL_START``. Returns the ids that break the rule."""
+    known: set[str] = set()
+    unknown: list[str] = []
+    for event in events:
+        if event["type"] == "RUN_STARTED":
+            known = {
+                call["id"]
+                for message in event.get("input", {}).get("messages", [])
+                for call in message.get("toolCalls", [])
+            }
+        elif event["type"] == "TOOL_CALL_START":
+            known.add(event["toolCallId"])
+        elif event["type"] == "TOOL_CALL_RESULT" and event["toolCallId"] not in known:
+            unknown.append(event["toolCallId"])
+    return unknown
+
+
+@pytest.mark.parametrize("status", ["resolved", "cancelled"])
+def test_a_resumed_run_names_the_earlier_call_it_answers(url: str, status: str) -> None:
+    first = run(url, [user('/call delete {"reason": "would explode if run"}')])
+    (interrupt,) = first["events"][-1]["outcome"]["interrupts"]
+    second = run(url, first["messages"], resume=[{"interruptId": interrupt["id"], "status": status}])
+    (tool_result,) = results(second)
+    started = second["events"][0]
+    (carrier,) = started["input"]["messages"]
+    assert (started["input"]["tools"], started["input"]["context"]) == ([], [])  # required before AG-UI 1.0
+    assert [call["id"] for call in carrier["toolCalls"]] == [interrupt["toolCallId"]] == [tool_result["toolCallId"]]
+    assert carrier["id"] in {message["id"] for message in first["messages"]}
+    assert unknown_results(second["events"]) == []
+    callers = [
+        m for m in second["messages"] if any(c["id"] == tool_result["toolCallId"] for c in m.get("toolCalls", []))
+    ]
+    assert len(callers) == 1  # the client keeps one copy of the call
+
+
+def test_a_fresh_run_carries_no_input_echo(url: str) -> None:
+    result = run(url, [user('/call get_weather {"city": "Oslo"}')])
+    assert "input" not in result["events"][0]
+    assert unknown_results(result["events"]) == []

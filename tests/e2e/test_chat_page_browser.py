@@ -16,7 +16,8 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from chatgate.config import Config
-from tests.chat_page import assistants, axe_violations, chromium, open_page, screenshot, send, wait_status
+from tests.browser import chromium, screenshot
+from tests.chat_page import assistants, axe_violations, open_page, send, wait_status
 from tests.conftest import make_config
 
 Serve = Callable[[Config], str]
@@ -447,3 +448,16 @@ async def test_stop_on_a_server_held_conversation_shows_the_saved_answer(
     await expect(assistants(page).nth(1)).to_contain_text("Last user message: and the thread takes the next turn")
     await wait_status(page, "ready")
     await expect(page.get_by_test_id("error")).to_be_hidden()
+
+
+async def test_a_refused_request_shows_the_servers_message(page: Page, serve: Serve) -> None:
+    config = make_config({"bot": {"model": "builtin:echo"}}, server={"max_text_chars": 40})
+    await open_page(page, serve(config))
+    await send(page, "this message is far longer than the forty characters allowed")
+    await wait_status(page, "error")
+    await expect(page.get_by_role("alert")).to_contain_text("characters")
+    await expect(page.get_by_role("alert")).not_to_contain_text("{")  # the message, not the JSON around it
+    await page.get_by_role("button", name="New chat").click()
+    await expect(page.get_by_role("alert")).to_be_hidden()
+    await send(page, "short")
+    await expect(assistants(page)).to_contain_text("Last user message: short")

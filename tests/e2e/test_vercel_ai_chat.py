@@ -183,7 +183,7 @@ def test_a_server_tool_runs_within_the_same_request(serve: Serve, version: int) 
 def test_a_tool_needing_approval_waits_for_the_human(serve: Serve, version: int) -> None:
     result = chat(serve_shop(serve, version), version, send('/call add {"a": 2, "b": 3}'))
     (request,) = result["requests"]
-    assert [chunk["type"] for chunk in request["chunks"][-2:]] == ["tool-approval-request", "finish"]
+    assert [chunk["type"] for chunk in request["chunks"][-3:]] == ["tool-approval-request", "finish-step", "finish"]
     assert finish_reason(request) == "tool-calls"
     (tool,) = [part for part in only_assistant(result)["parts"] if part["type"] == "tool-add"]
     assert tool["state"] == "approval-requested"
@@ -250,3 +250,15 @@ def test_ai5_is_told_a_tool_needs_an_approval_it_cannot_give(serve: Serve) -> No
         ("text", f"Tool results: {call_id} failed: {no_approvals}"),
     ]
     assert len(result["requests"]) == 2
+
+
+def test_the_request_does_not_say_which_ai_major_sent_it(serve: Serve) -> None:
+    """Why ``vercel_ai_version`` must match the app: ai 5, 6 and 7 send the same body."""
+    url = serve_shop(serve, 6)
+
+    def shape(version: int) -> Any:
+        (request,) = chat(url, version, send("hello"))["requests"]
+        body = request["body"]
+        return {**body, "id": "ID", "messages": [{**m, "id": "ID"} for m in body["messages"]]}
+
+    assert shape(5) == shape(6) == shape(7)

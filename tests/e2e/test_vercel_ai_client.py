@@ -166,8 +166,8 @@ def test_a_server_tool_streams_its_call_and_result_then_the_answer(serve: Serve,
         "tool-input-start",
         "tool-input-delta",
         "tool-input-available",
-        "finish-step",
         "tool-output-available",
+        "finish-step",
         "start-step",
         "text-start",
         *["text-delta"] * 5,
@@ -189,7 +189,7 @@ def test_a_server_tool_streams_its_call_and_result_then_the_answer(serve: Serve,
 def test_an_approved_tool_call_runs_when_the_client_answers(serve: Serve, version: int) -> None:
     url = tool_agent(serve, version, requires_approval=True)
     first = run(url, version, [user('/call add {"a": 2, "b": 3}')])
-    assert types(first)[-3:] == ["finish-step", "tool-approval-request", "finish"]
+    assert types(first)[-3:] == ["tool-approval-request", "finish-step", "finish"]
     assert finish_reason(first) == "tool-calls"
     assistant = first["message"]
     tool = assistant["parts"][1]

@@ -1,0 +1,218 @@
+"""The run log of several replicas: Redis Streams, batched writes, and a producer lease.
+
+Keys per run (prefix ``chatgate:run:{run_id}:``):
+
+- ``log``: a Stream. Its first entry marks the start (``t=start``); then one entry per batch of frames
+  (``f=<bytes>``), written every ``flush_interval`` at most; the last marks the ending (``t=end``).
+  Trimmed to about ``max_entries``; once the start is trimmed the run can no longer be replayed.
+- ``lease``: the producing replica's id, expiring after ``lease`` seconds unless renewed. A follower
+  that finds no new entry and no lease knows the producer died, and ends its stream as failed.
+- ``stop``: set by ``request_stop`` on any replica; the producer polls it with each lease renewal.
+
+Runs this process produces are also held in a ``MemoryRunLog``, so local followers (the request that
+started the run above all) read them without a round trip to Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import redis.asyncio as redis
+
+from chatgate.runlog.base import ProducerLost, ReplayUnavailable, RunEnding, RunLogLimits
+from chatgate.runlog.memory import MemoryRunLog, MemoryRunWriter
+
+__all__ = ["RedisRunLog"]
+
+logger = logging.getLogger("chatgate.runlog")
+
+_PREFIX = "chatgate:run:"
+
+
+_Entry = tuple[bytes, dict[bytes, bytes]]
+
+
+def _entries(reply: Any) -> list[_Entry]:
+    """The entries of an XREAD reply on one stream (redis-py types it as any RESP shape)."""
+    if not reply:
+        return []
+    if isinstance(reply, dict):  # RESP3
+        return list(next(iter(reply.values()))[0]) if reply else []
+    return list(reply[0][1])
+
+
+def _keys(run_id: str) -> tuple[str, str, str]:
+    base = f"{_PREFIX}{run_id}:"
+    return base + "log", base + "lease", base + "stop"
+
+
+class _RedisRunWriter:
+    """Writes locally at once and queues the frame for the log's next batch to Redis."""
+
+    def __init__(self, local: MemoryRunWriter, log: RedisRunLog) -> None:
+        self.run_id = local.run_id
+        self.keys = _keys(local.run_id)
+        self.batch: list[bytes] = []
+        self.stop = asyncio.Event()
+        self._local = local
+        self._log = log
+
+    def write(self, frame: bytes) -> None:
+        self._local.write(frame)
+        if not self.batch:
+            self._log.dirty.add(self)
+        self.batch.append(frame)
+
+    async def close(self, ending: RunEnding) -> None:
+        await self._local.close(ending)
+        await self._log.end(self, ending)
+
+    async def stop_requested(self) -> None:
+        local = asyncio.ensure_future(self._local.stop_requested())
+        remote = asyncio.ensure_future(self.stop.wait())
+        try:
+            await asyncio.wait({local, remote}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            local.cancel()
+            remote.cancel()
+
+
+class RedisRunLog:
+    """Run logs shared by every replica through one Redis.
+
+    One task per process (not per run) writes every run's pending frames in one pipeline each
+    ``flush_interval``, and renews every lease and reads every stop flag in one pipeline each third
+    of the lease.
+    """
+
+    def __init__(self, client: redis.Redis, limits: RunLogLimits | None = None) -> None:
+        self.limits = limits or RunLogLimits()
+        self.replica = f"replica-{secrets.token_hex(6)}"
+        self.dirty: set[_RedisRunWriter] = set()
+        self._client = client
+        self._local = MemoryRunLog(self.limits)
+        self._running: dict[str, _RedisRunWriter] = {}
+        self._flushing = asyncio.Lock()  # an ending never overtakes its run's last batch
+        self._pump_task: asyncio.Task[None] | None = None
+
+    async def create(self, run_id: str) -> _RedisRunWriter:
+        """Open the log of a new run, leased to this replica."""
+        writer = _RedisRunWriter(await self._local.create(run_id), self)
+        log, lease, _ = writer.keys
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.set(lease, self.replica, px=int(self.limits.lease * 1000))
+            pipe.xadd(log, {"t": "start"}, maxlen=self.limits.max_entries, approximate=True)
+            await pipe.execute()
+        self._running[run_id] = writer
+        if self._pump_task is None or self._pump_task.done():
+            self._pump_task = asyncio.create_task(self._pump(), name="runlog-pump")
+        return writer
+
+    def _queue_batches(self, pipe: Any, writers: set[_RedisRunWriter]) -> None:
+        for writer in writers:
+            if writer.batch:
+                body, writer.batch = b"".join(writer.batch), []
+                pipe.xadd(writer.keys[0], {"f": body}, maxlen=self.limits.max_entries, approximate=True)
+
+    async def _pump(self) -> None:
+        lease_ms = int(self.limits.lease * 1000)
+        renew_every = self.limits.lease / 3
+        loop = asyncio.get_running_loop()
+        next_renewal = loop.time() + renew_every
+        while self._running:
+            await asyncio.sleep(self.limits.flush_interval)
+            renew = loop.time() >= next_renewal
+            if not (self.dirty or renew):
+                continue
+            running = list(self._running.values())
+            try:
+                async with self._flushing, self._client.pipeline(transaction=False) as pipe:
+                    dirty, self.dirty = self.dirty, set()
+                    self._queue_batches(pipe, dirty)
+                    if renew:
+                        next_renewal = loop.time() + renew_every
+                        for writer in running:
+                            pipe.set(writer.keys[1], self.replica, px=lease_ms)
+                            pipe.exists(writer.keys[2])
+                    replies = await pipe.execute()
+            except redis.RedisError as exc:
+                # Followers on other replicas will see the leases lapse; local followers are unaffected.
+                logger.warning("the run log could not reach Redis: %s", exc)
+                continue
+            if renew:
+                stops = replies[len(replies) - 2 * len(running) :][1::2]
+                for writer, stop in zip(running, stops, strict=True):
+                    if stop:
+                        writer.stop.set()
+
+    async def end(self, writer: _RedisRunWriter, ending: RunEnding) -> None:
+        """Write the run's last frames and its ending, drop its lease, and let its log expire."""
+        self._running.pop(writer.run_id, None)
+        self.dirty.discard(writer)
+        log, lease, stop = writer.keys
+        try:
+            async with self._flushing, self._client.pipeline(transaction=True) as pipe:
+                self._queue_batches(pipe, {writer})
+                pipe.xadd(log, {"t": "end", "e": ending}, maxlen=self.limits.max_entries, approximate=True)
+                pipe.pexpire(log, int(self.limits.ttl * 1000))
+                pipe.delete(lease, stop)
+                await pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("run %s: the run log's ending could not reach Redis: %s", writer.run_id, exc)
+
+    def follow(self, run_id: str) -> AsyncIterator[bytes]:
+        """Locally when this replica produces the run, otherwise from Redis."""
+        if self._local.local(run_id) is not None:
+            return self._local.follow(run_id)
+        return self._follow_remote(run_id)
+
+    async def _follow_remote(self, run_id: str) -> AsyncIterator[bytes]:
+        log, lease, _ = _keys(run_id)
+        block_ms = int(min(self.limits.lease, 1.0) * 1000)
+        last: bytes | str = "0-0"
+        started = False
+        while True:
+            entries = _entries(await self._client.xread({log: last}, count=256, block=block_ms))
+            if not entries:
+                if await self._client.exists(lease):
+                    continue
+                # The lease is gone: read once more, in case the ending was written just before.
+                entries = _entries(await self._client.xread({log: last}, count=256))
+                if not entries:
+                    if not started:
+                        raise ReplayUnavailable(f"no run log for run {run_id}")
+                    raise ProducerLost(f"the replica producing run {run_id} stopped without ending it")
+            for entry_id, fields in entries:
+                last = entry_id
+                kind = fields.get(b"t")
+                if not started:
+                    if kind != b"start":
+                        raise ReplayUnavailable(f"run {run_id} is longer than the run log keeps")
+                    started = True
+                elif kind == b"end":
+                    return
+                else:
+                    yield fields[b"f"]
+
+    async def request_stop(self, run_id: str) -> bool:
+        """Stop a local run at once; a remote one when its producer next renews its lease."""
+        if await self._local.request_stop(run_id):
+            return True
+        _, lease, stop = _keys(run_id)
+        if not await self._client.exists(lease):
+            return False
+        await self._client.set(stop, b"1", px=int(self.limits.ttl * 1000))
+        return True
+
+    async def aclose(self) -> None:
+        """Stop the pump and drop the local logs (the Redis pool belongs to the app)."""
+        if self._pump_task is not None:
+            self._pump_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pump_task
+        await self._local.aclose()

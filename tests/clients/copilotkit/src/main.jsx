@@ -1,0 +1,45 @@
+// A minimal CopilotKit app for the browser tests: CopilotChat on the runtime served by server.mjs
+// (whose HttpAgent talks to chatgate's AG-UI route), a frontend tool and an approval interrupt.
+// What a test reads or clicks carries a data-testid (tests/e2e/test_copilotkit_browser.py).
+
+import React from "react";
+import { createRoot } from "react-dom/client";
+import { z } from "zod";
+import { CopilotChat, CopilotKitProvider, useFrontendTool, useInterrupt } from "@copilotkit/react-core/v2";
+import "@copilotkit/react-core/v2/styles.css";
+
+function Tools() {
+  useFrontendTool({
+    name: "pick_color",
+    description: "Ask the user to pick a colour.",
+    parameters: z.object({ palette: z.string().optional() }),
+    handler: async () => "red",
+  });
+  useInterrupt({
+    render: ({ interrupt, resolve }) => (
+      <div data-testid="interrupt">
+        <p data-testid="interrupt-message">{interrupt?.message}</p>
+        <button data-testid="approve" onClick={() => resolve({ approved: true })}>
+          Approve
+        </button>
+        <button data-testid="deny" onClick={() => resolve({ approved: false, reason: "not now" })}>
+          Deny
+        </button>
+      </div>
+    ),
+  });
+  return null;
+}
+
+function App() {
+  return (
+    <CopilotKitProvider runtimeUrl="/api/copilotkit" showDevConsole={false}>
+      <Tools />
+      <div style={{ height: "100vh" }}>
+        <CopilotChat />
+      </div>
+    </CopilotKitProvider>
+  );
+}
+
+createRoot(document.getElementById("root")).render(<App />);

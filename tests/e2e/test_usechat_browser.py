@@ -1,0 +1,183 @@
+"""The real useChat app (``@ai-sdk/react`` on ai 5, 6 and 7) in headless Chromium against a live chatgate.
+
+Each test clicks through tests/clients/usechat as a user would and reads what the page renders; its
+last step is saved as a screenshot in tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, Locator, Page, expect
+
+from chatgate.config import Config
+from tests.browser import chromium, screenshot
+from tests.conftest import make_config
+from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
+
+Serve = Callable[[Config], str]
+
+ALL_MAJORS = pytest.mark.parametrize("major", [5, 6, 7], ids=lambda m: f"ai{m}")
+APPROVAL_MAJORS = pytest.mark.parametrize("major", [6, 7], ids=lambda m: f"ai{m}")  # ai 5 has no approvals
+
+# One Chromium for the module (a launch costs about a second); each test gets its own context.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="session")
+def usechat_dist() -> Path:
+    return build_usechat_app()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    async with chromium() as browser:
+        yield browser
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
+    """A fresh page in its own context; its final state is saved as tests/artifacts/usechat-<test>.png."""
+    context = await browser.new_context(viewport={"width": 900, "height": 700})
+    page = await context.new_page()
+    try:
+        yield page
+    finally:
+        await screenshot(page, "usechat-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-"))
+        await context.close()
+
+
+def agents(major: int) -> Config:
+    version = f"v{major}"
+    base = {"model": "builtin:echo", "vercel_ai_version": version}
+    shop = {
+        **base,
+        "client_tools": {
+            "pick_color": {
+                "description": "Ask the user to pick a colour.",
+                "parameters": {"type": "object", "properties": {"palette": {"type": "string"}}},
+            }
+        },
+        "tools": {"add": {"function": "tests.sample_tools:add", "requires_approval": True}},
+    }
+    return make_config(
+        {
+            "shop": shop,
+            "thinker": {**base, "model_settings": {"reasoning": True}},
+            "slow": {**base, "model_settings": {"delay": 0.25}},
+            "broken": {**base, "model_settings": {"fail_after": 3}},
+        },
+        server={"approval_secret": "a-secret-of-enough-length"},
+    )
+
+
+async def open_app(page: Page, serve: Serve, dist: Path, major: int, agent: str = "shop") -> None:
+    await open_usechat(page, dist, serve(agents(major)), agent, major)
+
+
+def answer_text(page: Page) -> Locator:
+    """The text parts of the assistant's messages."""
+    return page.locator("[data-testid=message][data-role=assistant] [data-testid=part-text]")
+
+
+@ALL_MAJORS
+async def test_a_turn_a_second_turn_and_a_regenerate(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    await open_app(page, serve, usechat_dist, major)
+    assert (await page.get_by_test_id("ai-major").inner_text()).startswith(f"{major}.")
+    chat_posts: list[str] = []
+    page.on("request", lambda request: chat_posts.append(request.url) if request.method == "POST" else None)
+    assistants = page.locator("[data-testid=message][data-role=assistant]")
+
+    await send(page, "hello there")
+    await expect(assistants.nth(0)).to_contain_text("Last user message: hello there")
+    await wait_ready(page)
+    await send(page, "and again")
+    await expect(assistants.nth(1)).to_contain_text("Last user message: and again")
+    await wait_ready(page)
+
+    await page.get_by_test_id("regenerate").click()
+    await wait_ready(page)
+    await expect(assistants).to_have_count(2)
+    await expect(assistants.nth(1)).to_contain_text("Last user message: and again")
+    await expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(2)
+    assert len(chat_posts) == 3
+    assert all(url.endswith("/agents/shop/chat") for url in chat_posts)
+    await expect(page.get_by_test_id("error")).to_have_count(0)
+
+
+@pytest.mark.parametrize("major", [5, 7], ids=lambda m: f"ai{m}")
+async def test_stop_ends_a_streaming_answer_where_it_is(
+    page: Page, serve: Serve, usechat_dist: Path, major: int
+) -> None:
+    await open_app(page, serve, usechat_dist, major, agent="slow")
+    await send(page, "take your time")
+    text = page.locator("[data-testid=message][data-role=assistant] [data-testid=part-text]")
+    await expect(text).to_contain_text("System")
+    await page.get_by_test_id("stop").click()
+    await wait_ready(page)
+    stopped_at = await text.inner_text()
+    await page.wait_for_timeout(600)  # two more words' time: nothing arrives after the stop
+    assert await text.inner_text() == stopped_at
+    assert "Last user message" not in stopped_at
+    await expect(page.get_by_test_id("error")).to_have_count(0)
+
+
+@ALL_MAJORS
+async def test_a_frontend_tool_answered_in_the_page(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    await open_app(page, serve, usechat_dist, major)
+    await send(page, '/call pick_color {"palette": "warm"}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=pick_color]")
+    await expect(tool).to_have_attribute("data-state", "input-available")
+    await page.get_by_test_id("answer-tool").click()
+    await expect(tool).to_have_attribute("data-state", "output-available")
+    await expect(answer_text(page)).to_contain_text(re.compile(r"Tool results: \S+ returned: red"))
+    await wait_ready(page)
+
+
+@APPROVAL_MAJORS
+async def test_an_approved_tool_runs_on_the_server(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    await open_app(page, serve, usechat_dist, major)
+    await send(page, '/call add {"a": 2, "b": 3}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=add]")
+    await expect(tool).to_have_attribute("data-state", "approval-requested")
+    await page.get_by_test_id("approve").click()
+    await expect(tool).to_have_attribute("data-state", "output-available")
+    await expect(tool.get_by_test_id("tool-output")).to_have_text("5")
+    await expect(answer_text(page)).to_contain_text(re.compile(r"Tool results: \S+ returned: 5"))
+    await wait_ready(page)
+
+
+@APPROVAL_MAJORS
+async def test_a_denied_tool_never_runs(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    await open_app(page, serve, usechat_dist, major)
+    await send(page, '/call add {"a": 2, "b": 3}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=add]")
+    await expect(tool).to_have_attribute("data-state", "approval-requested")
+    await page.get_by_test_id("deny").click()
+    await expect(tool).to_have_attribute("data-state", "output-denied")
+    await expect(answer_text(page)).to_contain_text("The user denied this tool call")
+    await wait_ready(page)
+    await expect(tool.get_by_test_id("tool-output")).to_have_count(0)
+
+
+@pytest.mark.parametrize("major", [5, 7], ids=lambda m: f"ai{m}")
+async def test_reasoning_is_shown_before_the_answer(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    await open_app(page, serve, usechat_dist, major, agent="thinker")
+    await send(page, "think first")
+    assistant = page.locator("[data-testid=message][data-role=assistant]")
+    await expect(assistant.get_by_test_id("part-reasoning")).to_have_text("I will repeat what I was given.")
+    await expect(assistant.get_by_test_id("part-text")).to_contain_text("Last user message: think first")
+    await wait_ready(page)
+
+
+@pytest.mark.parametrize("major", [5, 7], ids=lambda m: f"ai{m}")
+async def test_a_model_failure_is_shown_to_the_user(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    await open_app(page, serve, usechat_dist, major, agent="broken")
+    await send(page, "this will break")
+    await expect(page.get_by_test_id("error")).to_have_text("The model failed.")
+    await expect(page.get_by_test_id("status")).to_have_text("error")
+    await expect(page.locator("[data-testid=message][data-role=assistant]")).to_contain_text("System prompt:")
