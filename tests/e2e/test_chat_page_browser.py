@@ -38,6 +38,8 @@ async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterato
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # The page must live within its own Content-Security-Policy: no inline script or style.
+    page.on("console", lambda message: errors.append(message.text) if "Content Security" in message.text else None)
     try:
         yield page
     finally:

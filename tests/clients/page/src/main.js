@@ -411,7 +411,7 @@ function partElement(part, message, busy) {
       body.append(renderMarkdown(part.text));
       return body;
     }
-    return h("p", { class: "text", "data-testid": "part-text", style: "white-space: pre-wrap" }, [part.text]);
+    return h("p", { class: "text user-text", "data-testid": "part-text" }, [part.text]);
   }
   if (part.type === "reasoning") {
     return h("details", { class: "reasoning", open: "", "data-testid": "part-reasoning" }, [
