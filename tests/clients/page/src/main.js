@@ -73,7 +73,7 @@ function authHeaders() {
   return page.key ? { Authorization: `Bearer ${page.key}` } : {};
 }
 
-/** A fetch to this server with the key; a 401 asks for a key and tries once more. */
+/** A fetch to this server with the key; a 401 asks the user for a key and tries again with it. */
 async function api(path, init = {}) {
   for (;;) {
     const response = await fetch(path, { ...init, headers: { ...init.headers, ...authHeaders() } });
@@ -116,7 +116,6 @@ function askForKey(reason) {
       resolve();
     };
     form.addEventListener("submit", submitted);
-    dialog.addEventListener("cancel", (event) => event.preventDefault()); // a key is needed to go on
     if (!dialog.open) dialog.showModal();
     $("key").focus();
   });
@@ -527,6 +526,7 @@ function wire() {
     $("input").focus();
   });
   $("agent").addEventListener("change", (event) => chooseAgent(event.target.value));
+  $("key-dialog").addEventListener("cancel", (event) => event.preventDefault()); // a key is needed to go on
   $("forget-key").hidden = !page.key;
   $("forget-key").addEventListener("click", () => {
     sessionStorage.removeItem(KEY_STORAGE);
