@@ -463,3 +463,22 @@ async def test_a_refused_request_shows_the_servers_message(page: Page, serve: Se
     await expect(page.get_by_role("alert")).to_be_hidden()
     await send(page, "short")
     await expect(assistants(page)).to_contain_text("Last user message: short")
+
+
+async def test_a_v7_agent_works_with_the_page_too(page: Page, serve: Serve) -> None:
+    agent = {
+        "model": "builtin:echo",
+        "vercel_ai_version": "v7",
+        "model_settings": {"reasoning": True},
+        "tools": {"add": {"function": "tests.sample_tools:add", "requires_approval": True}},
+    }
+    await open_page(page, serve(make_config({"seven": agent}, server={"approval_secret": "a-secret-of-enough-length"})))
+    await send(page, '/call add {"a": 1, "b": 2}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=add]")
+    await tool.get_by_role("button", name="Approve add").click()
+    await expect(tool.get_by_test_id("tool-output")).to_have_text("3")
+    await expect(assistants(page).get_by_test_id("part-text")).to_contain_text(re.compile(r"returned: 3"))
+    await expect(assistants(page).get_by_test_id("reasoning-text").first).to_have_text(
+        "I will repeat what I was given."
+    )
+    await wait_status(page, "ready")
