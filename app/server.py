@@ -26,6 +26,7 @@ from chatgate.access import access_middleware, check_agent, check_request_limits
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
 from chatgate.caller import Caller, caller_of
+from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
 from chatgate.files import check_files
@@ -130,6 +131,7 @@ def create_app(
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi_endpoint(protocols), methods=["GET"]),
         Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
+        *chat_page_routes(),
     ]
     for protocol in protocols:
         endpoint = _chat_endpoint(protocol)

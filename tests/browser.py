@@ -8,9 +8,13 @@ network would refuse.
 from __future__ import annotations
 
 import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-__all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "chromium_path"]
+from playwright.async_api import Browser, Page, async_playwright
+
+__all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "chromium", "chromium_path", "screenshot"]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -31,4 +35,23 @@ def chromium_path() -> str:
     path = shutil.which("chromium")
     if path is None:
         raise RuntimeError("chromium is not installed: run ./scripts/test.sh, which installs it")
+    return path
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """Headless system Chromium, closed on exit."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def screenshot(page: Page, name: str) -> Path:
+    """Save the page as ``tests/artifacts/NAME.png``, the record of a test's last step."""
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    path = ARTIFACTS_DIR / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True)
     return path

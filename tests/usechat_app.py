@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import mimetypes
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, Route, async_playwright
-
-from tests.browser import ARTIFACTS_DIR, CHROMIUM_ARGS, chromium_path
+from playwright.async_api import Page, Route
 
 APP_DIR = Path(__file__).parent / "clients" / "usechat"
 APP_PREFIX = "/__usechat"
@@ -34,17 +30,6 @@ def build_usechat_app() -> Path:
     if completed.returncode != 0:
         pytest.fail(f"building the useChat app failed:\n{completed.stderr}\n{completed.stdout}")
     return APP_DIR / "dist"
-
-
-@asynccontextmanager
-async def chromium() -> AsyncIterator[Browser]:
-    """Headless system Chromium, closed on exit."""
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            await browser.close()
 
 
 async def open_usechat(page: Page, dist: Path, base_url: str, agent: str, major: int) -> None:
@@ -78,11 +63,3 @@ async def wait_ready(page: Page) -> None:
     await page.wait_for_function(
         "document.querySelector('[data-testid=status]')?.textContent === 'ready'", timeout=TIMEOUT_MS
     )
-
-
-async def screenshot(page: Page, name: str) -> Path:
-    """Save the page as ``tests/artifacts/NAME.png``, the record of a test's last step."""
-    ARTIFACTS_DIR.mkdir(exist_ok=True)
-    path = ARTIFACTS_DIR / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
-    return path

@@ -66,6 +66,7 @@ class ServerSettings(_Strict):
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     redis_failure: Literal["closed", "open"] = "closed"
     log_format: Literal["text", "json"] = "text"
+    chat_page: bool = True
     allow_unauthenticated: bool = False
     cors_origins: tuple[str, ...] = ()
     max_messages: int = Field(default=1000, gt=0)

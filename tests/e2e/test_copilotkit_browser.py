@@ -14,9 +14,9 @@ import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, expect
 
 from chatgate.config import Config
+from tests.browser import chromium, screenshot
 from tests.conftest import make_config
 from tests.copilotkit_app import build_copilotkit_app, copilotkit_runtime
-from tests.usechat_app import chromium, screenshot
 
 Serve = Callable[[Config], str]
 TIMEOUT_MS = 20_000

@@ -15,8 +15,9 @@ import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, expect
 
 from chatgate.config import Config
+from tests.browser import chromium, screenshot
 from tests.conftest import make_config
-from tests.usechat_app import build_usechat_app, chromium, open_usechat, screenshot, send, wait_ready
+from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
 
 Serve = Callable[[Config], str]
 
