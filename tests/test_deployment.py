@@ -70,3 +70,9 @@ def test_the_image_serves_on_all_interfaces_with_a_healthcheck() -> None:
     assert 'CMD ["chatgate", "serve", "--host", "0.0.0.0", "--port", "8000"]' in dockerfile
     assert "HEALTHCHECK" in dockerfile and "/healthz" in dockerfile
     assert "USER chatgate" in dockerfile
+
+
+def test_compose_publishes_the_keyless_example_on_this_machine_only() -> None:
+    service = compose()["services"]["chatgate"]
+    assert service["environment"]["CHATGATE_ALLOW_UNAUTHENTICATED"] == "true"  # type: ignore[index]
+    assert service["ports"] == ["127.0.0.1:8000:8000"]
