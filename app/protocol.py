@@ -41,6 +41,13 @@ class UIProtocol(Protocol):
         """Encode ``events`` as complete SSE frames; must end the stream in-protocol, never raise."""
         ...
 
+    def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
+        """The error ending of a followed run whose producer is gone without writing its own ending.
+
+        A follower appends it after the frames it has: it knows nothing of what they left open.
+        """
+        ...
+
 
 def discover_protocols() -> list[UIProtocol]:
     """The protocol adapters installed under the ``chatgate.protocols`` entry-point group."""
