@@ -12,7 +12,7 @@ from chatgate.config import Config
 from tests.conftest import make_config, run_node_client
 
 Serve = Callable[[Config], str]
-_TEXT = "one two three four five six seven eight"
+_TEXT = " ".join(f"word{n}" for n in range(24))
 
 
 def _config(store_url: str, version: int = 6) -> Config:
@@ -20,7 +20,7 @@ def _config(store_url: str, version: int = 6) -> Config:
         "model": "builtin:echo",
         "conversations": "server",
         "vercel_ai_version": f"v{version}",
-        "model_settings": {"delay": 0.05},
+        "model_settings": {"delay": 0.15},
     }
     return make_config({"bot": agent}, store={"url": store_url})
 
@@ -82,7 +82,7 @@ def test_another_owners_thread_is_not_resumed(serve: Serve, store_url: str) -> N
         {"id": "alice", "key": "alice-secret-0123456789"},
         {"id": "bob", "key": "bob-secret-0123456789ab"},
     ]
-    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.05}}
+    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.15}}
     url = serve(make_config({"bot": agent}, store={"url": store_url}, keys=keys))
     alice = {"authorization": "Bearer alice-secret-0123456789"}
     body = {"id": "c1", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}}
