@@ -83,6 +83,7 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     names = [protocol.name for protocol in protocols]
 
     async def stop(request: Request) -> Response:
+        """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
         registry: AgentRegistry = request.app.state.agents
         agent = _agent(registry, request.path_params["agent"], request)
         if agent.config.conversations != "server":
