@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import mimetypes
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import to_json
@@ -131,6 +131,10 @@ class AgUiProtocol:
     ) -> AsyncGenerator[bytes, None]:
         """The AG-UI event stream for one run; it always ends in ``RUN_FINISHED`` or ``RUN_ERROR``."""
         return _RunEncoder(run_input, agent).stream(events)
+
+    def rejoined(self, history: Sequence[Message]) -> bytes:
+        """``MESSAGES_SNAPSHOT`` of the thread before the run: HttpAgent drops a partial answer it kept."""
+        return sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": snapshot_messages(history)})
 
     def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
         """``RUN_ERROR``: it may follow any event, open messages included, and ends the run."""

@@ -178,6 +178,10 @@ class VercelAIProtocol:
         """``cache-control``, ``x-vercel-ai-ui-message-stream: v1`` and ``x-accel-buffering``."""
         return HEADERS
 
+    def rejoined(self, history: Sequence[Message]) -> bytes:
+        """Nothing: the replay's ``start`` already makes the ``ai`` client rebuild the message."""
+        return b""
+
     def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
         """``error``, ``finish`` and ``[DONE]``: the client keeps the parts it has and shows the error."""
         finish: dict[str, Any] = {"type": "finish"}

@@ -47,8 +47,12 @@ async def follow_run(frames: AsyncIterator[bytes], ending: Ending, first: bytes 
             await aclose()
 
 
-async def replay_run(run_log: RunLog, log_id: str, ending: Ending) -> AsyncGenerator[bytes, None] | None:
+async def replay_run(
+    run_log: RunLog, log_id: str, ending: Ending, rejoined: bytes = b""
+) -> AsyncGenerator[bytes, None] | None:
     """The run's stream from its start, then live; None when there is nothing to replay.
+
+    ``rejoined`` (``UIProtocol.rejoined``) goes right after the run's first frame.
 
     The first frame is read here, so a run that is unknown, expired, too long to replay or whose
     producer died before saying anything is None: the caller answers 204 or falls back.
@@ -65,4 +69,7 @@ async def replay_run(run_log: RunLog, log_id: str, ending: Ending) -> AsyncGener
             if aclose is not None:
                 await aclose()
         return None
+    if rejoined:
+        head, separator, rest = first.partition(b"\n\n")  # frames are LF-only, one data line each
+        first = head + separator + rejoined + rest
     return follow_run(frames, ending, first)

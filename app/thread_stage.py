@@ -81,7 +81,9 @@ async def open_thread_turn(
         if plan.hydrate:
             if known is not None and known.active_run is not None:
                 log_id = run_log_id(known.active_run, protocol.name)
-                replay = await replay_run(run_log, log_id, partial(protocol.interrupted, agent.config))
+                before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != known.active_run]
+                ending = partial(protocol.interrupted, agent.config)
+                replay = await replay_run(run_log, log_id, ending, protocol.rejoined(before))
                 if replay is not None:
                     return ThreadTurn(replay)
             hydrate = replace(run_input, snapshot=plan.history)

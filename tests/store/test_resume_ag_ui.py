@@ -51,12 +51,25 @@ def test_a_reconnect_follows_the_running_run_to_the_message_an_unbroken_one_give
     resumed = _run(url, "t1", [_user("t1")])  # same threadId, nothing new: a reconnect
     types = [event["type"] for event in resumed["events"]]
     assert types.count("RUN_STARTED") == 1 and types[-1] == "RUN_FINISHED"
-    assert "MESSAGES_SNAPSHOT" not in types
-    assert resumed["events"][: len(dropped)] == dropped  # replayed from RUN_STARTED
+    # Replayed from RUN_STARTED; a snapshot of the thread before the run resets what the client kept.
+    assert types[1] == "MESSAGES_SNAPSHOT" and types.count("MESSAGES_SNAPSHOT") == 1
+    assert [m["id"] for m in resumed["events"][1]["messages"]] == ["u-t1"]
+    assert [resumed["events"][0], *resumed["events"][2 : len(dropped) + 1]] == dropped
     assert [m["role"] for m in resumed["messages"]] == ["user", "assistant"]
     assert resumed["messages"][1]["content"] == unbroken["messages"][1]["content"]
     stored = httpx.get(f"{url}/agents/bot/threads/t1/messages").json()["messages"]
     assert stored[1]["parts"][-1]["text"] == unbroken["messages"][1]["content"]
+
+
+def test_a_client_that_kept_the_partial_answer_gets_it_rebuilt_not_doubled(serve: Serve, store_url: str) -> None:
+    url = serve(_config(store_url))
+    unbroken = _run(url, "whole", [_user("whole")])
+    dropped = drop_after_first_delta(url, "t1")
+    start = next(event for event in dropped if event["type"] == "TEXT_MESSAGE_START")
+    kept = {"id": start["messageId"], "role": "assistant", "content": dropped[-1]["delta"]}
+    resumed = _run(url, "t1", [_user("t1"), kept])  # what HttpAgent holds after its stream broke
+    assert [m["role"] for m in resumed["messages"]] == ["user", "assistant"]
+    assert resumed["messages"][1]["content"] == unbroken["messages"][1]["content"]
 
 
 def test_once_the_run_is_over_a_reconnect_is_a_hydrate(serve: Serve, store_url: str) -> None:
