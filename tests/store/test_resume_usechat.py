@@ -95,3 +95,19 @@ def test_another_owners_thread_is_not_resumed(serve: Serve, store_url: str) -> N
     assert httpx.get(f"{url}/agents/bot/chat/c1/stream").status_code == 401
     with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", headers=alice, timeout=30) as response:
         assert response.status_code == 200
+
+
+def test_a_resume_holds_one_of_the_keys_stream_slots(serve: Serve, store_url: str) -> None:
+    keys = [{"id": "alice", "key": "alice-secret-0123456789", "max_concurrent_streams": 1}]
+    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.15}}
+    url = serve(make_config({"bot": agent}, store={"url": store_url}, keys=keys))
+    alice = {"authorization": "Bearer alice-secret-0123456789"}
+    body = {"id": "c1", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}}
+    with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, headers=alice, timeout=30) as response:
+        lines = response.iter_lines()  # kept: a dropped iterator would close the response
+        while '"text-delta"' not in next(lines):
+            pass
+        refused = httpx.get(f"{url}/agents/bot/chat/c1/stream", headers=alice)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_streams"
+    with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", headers=alice, timeout=30) as resumed:
+        assert resumed.status_code == 200
