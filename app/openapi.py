@@ -99,8 +99,11 @@ _STREAM_RESPONSES = {
     )
 }
 _RESUME = Operation(
-    "Resume a stream: chatgate keeps none, so the answer is 204",
-    {"204": {"description": "there is no stream to resume"}},
+    "Resume the running run of the caller's stored thread (useChat resume: true): its stream from the start",
+    {
+        **_STREAM_RESPONSES,
+        "204": {"description": "nothing runs on this thread (or it cannot be replayed): no stream to resume"},
+    },
 )
 _PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
 
