@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import mimetypes
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import to_json
@@ -131,6 +131,14 @@ class AgUiProtocol:
     ) -> AsyncGenerator[bytes, None]:
         """The AG-UI event stream for one run; it always ends in ``RUN_FINISHED`` or ``RUN_ERROR``."""
         return _RunEncoder(run_input, agent).stream(events)
+
+    def rejoined(self, history: Sequence[Message]) -> bytes:
+        """``MESSAGES_SNAPSHOT`` of the thread before the run: HttpAgent drops a partial answer it kept."""
+        return sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": snapshot_messages(history)})
+
+    def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
+        """``RUN_ERROR``: it may follow any event, open messages included, and ends the run."""
+        return sse_frame({"type": "RUN_ERROR", "message": message, "code": code})
 
 
 protocol = AgUiProtocol()
@@ -317,7 +325,7 @@ class _RunEncoder:
                 elif type(event) is ToolCallDelta:
                     yield tool_calls[event.tool_call_id] + to_json(event.delta) + _FRAME_END
                 elif type(event) is RunFinished:
-                    yield self._end(self._finished())
+                    yield self._end(self._finished(event.stopped))
                     return
                 elif type(event) is RunFailed:
                     yield self._end(self._error(event.message, event.code))
@@ -355,9 +363,11 @@ class _RunEncoder:
         frames.append(terminal)
         return b"".join(frames)
 
-    def _finished(self) -> bytes:
+    def _finished(self, stopped: bool = False) -> bytes:
         event: dict[str, Any] = {"type": "RUN_FINISHED", **self._run}
-        if self._interrupts:
+        if stopped:
+            event["outcome"] = {"type": "cancelled"}
+        elif self._interrupts:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
         usage = self._usage_list()
         if usage:

@@ -178,6 +178,17 @@ class VercelAIProtocol:
         """``cache-control``, ``x-vercel-ai-ui-message-stream: v1`` and ``x-accel-buffering``."""
         return HEADERS
 
+    def rejoined(self, history: Sequence[Message]) -> bytes:
+        """Nothing: the replay's ``start`` already makes the ``ai`` client rebuild the message."""
+        return b""
+
+    def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
+        """``error``, ``finish`` and ``[DONE]``: the client keeps the parts it has and shows the error."""
+        finish: dict[str, Any] = {"type": "finish"}
+        if agent.vercel_ai_version != "v5":
+            finish["finishReason"] = "error"
+        return sse_frame({"type": "error", "errorText": message}) + sse_frame(finish) + _DONE
+
     async def encode(
         self, run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]
     ) -> AsyncGenerator[bytes, None]:

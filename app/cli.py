@@ -12,6 +12,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -19,7 +20,11 @@ from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
 from chatgate.logs import logging_config
 
-__all__ = ["ALLOW_UNAUTHENTICATED_ENV", "GracefulServer", "exposure_refusal", "main"]
+__all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
+
+BACKLOG = 4096
+"""The listen queue: a burst of thousands of new streams must not overflow it (uvicorn's default is 2048).
+Linux caps it at ``net.core.somaxconn``."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     serve.add_argument("--config", help="config file (default: $CHATGATE_CONFIG, else the built-in agent)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
+    serve.add_argument(
+        "--backlog", type=int, default=BACKLOG, help=f"connections waiting to be accepted (default {BACKLOG})"
+    )
 
     check = commands.add_parser("check-config", help="validate a config file without serving")
     check.add_argument("file")
@@ -87,17 +96,25 @@ def _serve(args: argparse.Namespace) -> int:
     log_config = logging_config(config.server.log_format, args.log_level)
     logging.config.dictConfig(log_config)
     _log_access(config, args.host)
-    app = create_app(config, config_path=Path(path) if path else None)
-    settings = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        log_config=log_config,
-        proxy_headers=True,
-        timeout_graceful_shutdown=config.server.shutdown_grace_seconds,
-    )
-    GracefulServer(settings, app.state.stopping).run()
+    if args.workers < 1:
+        print("--workers must be at least 1", file=sys.stderr)
+        return 2
+    config_path = Path(path) if path else None
+    settings: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "log_config": log_config,
+        "proxy_headers": True,
+        "backlog": args.backlog,
+        "timeout_graceful_shutdown": config.server.shutdown_grace_seconds,
+    }
+    if args.workers > 1:
+        from chatgate.workers import serve_workers
+
+        return serve_workers(args.workers, config, config_path, settings, GracefulServer)
+    app = create_app(config, config_path=config_path)
+    GracefulServer(uvicorn.Config(app, **settings), app.state.stopping).run()
     return 0
 
 

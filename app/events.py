@@ -169,9 +169,10 @@ class StepFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """The run ended normally. Terminal."""
+    """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``)."""
 
     reason: FinishReason
+    stopped: bool = False
 
 
 @dataclass(frozen=True, slots=True)

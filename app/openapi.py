@@ -81,6 +81,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         {"200": _text("Prometheus text exposition format", "text/plain")},
     ),
     ("GET", "/openapi.json"): Operation("This document"),
+    ("GET", "/"): Operation(
+        "The chat page (off with [server] chat_page = false)", {"200": _text("the page", "text/html")}
+    ),
+    ("GET", "/static/{name}"): Operation(
+        "A file of the chat page: chat.js or chat.css",
+        {"200": _text("the file", "text/javascript"), "404": {"description": "no such file, or the page is off"}},
+    ),
 }
 """The fixed routes' operations; another module may add its own routes here."""
 
@@ -92,8 +99,11 @@ _STREAM_RESPONSES = {
     )
 }
 _RESUME = Operation(
-    "Resume a stream: chatgate keeps none, so the answer is 204",
-    {"204": {"description": "there is no stream to resume"}},
+    "Resume the running run of the caller's stored thread (useChat resume: true): its stream from the start",
+    {
+        **_STREAM_RESPONSES,
+        "204": {"description": "nothing runs on this thread (or it cannot be replayed): no stream to resume"},
+    },
 )
 _PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
 

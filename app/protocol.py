@@ -6,12 +6,13 @@ the core never imports ``adapters/``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Protocol
 
 from chatgate.config import AgentConfig
 from chatgate.events import RunEvent
+from chatgate.history import Message
 from chatgate.run_input import RunInput
 
 __all__ = ["UIProtocol", "discover_protocols"]
@@ -39,6 +40,21 @@ class UIProtocol(Protocol):
         self, run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]
     ) -> AsyncGenerator[bytes, None]:
         """Encode ``events`` as complete SSE frames; must end the stream in-protocol, never raise."""
+        ...
+
+    def rejoined(self, history: Sequence[Message]) -> bytes:
+        """Frames a reconnecting client gets right after a replayed run's first frame, or ``b""``.
+
+        ``history`` is the thread before the run's turn: a protocol whose client keeps what it received
+        (AG-UI) resets it there, so the replay rebuilds a partial answer instead of appending to it.
+        """
+        ...
+
+    def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
+        """The error ending of a followed run whose producer is gone without writing its own ending.
+
+        A follower appends it after the frames it has: it knows nothing of what they left open.
+        """
         ...
 
 

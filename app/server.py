@@ -26,6 +26,7 @@ from chatgate.access import access_middleware, check_agent, check_request_limits
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
 from chatgate.caller import Caller, caller_of
+from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
 from chatgate.files import check_files
@@ -38,6 +39,7 @@ from chatgate.readiness import add_check, readyz
 from chatgate.redis_client import connect_redis
 from chatgate.reload import ConfigWatcher
 from chatgate.run_input import RunInput
+from chatgate.run_routes import app_run_log, resume_endpoint, stop_routes
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.store import open_store
@@ -102,6 +104,7 @@ def create_app(
             # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
+            app.state.run_log = app_run_log(config.server, app.state.redis)
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
@@ -118,6 +121,7 @@ def create_app(
                     with contextlib.suppress(asyncio.CancelledError):
                         await watching
                 await close_thread_runs(app.state.thread_runs)
+                await app.state.run_log.aclose()
                 if app.state.store is not None:
                     await app.state.store.close()
                 await app.state.agents.aclose()
@@ -130,13 +134,14 @@ def create_app(
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi_endpoint(protocols), methods=["GET"]),
         Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
+        *chat_page_routes(),
     ]
     for protocol in protocols:
         endpoint = _chat_endpoint(protocol)
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
-            routes.append(Route(f"{path}/{{thread_id}}/stream", _no_stream_to_resume, methods=["GET"]))
-    routes += thread_routes(protocols)
+            routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
+    routes += thread_routes(protocols) + stop_routes(protocols)
 
     app = ChatgateApp(
         routes=routes,
@@ -155,16 +160,6 @@ def create_app(
     app.state.readiness = []  # named dependency checks for /readyz (app/readiness.py)
     app.state.thread_runs = set()
     return app
-
-
-async def _no_stream_to_resume(request: Request) -> Response:
-    """``GET .../{thread_id}/stream``: chatgate keeps no finished or running stream to replay.
-
-    useChat with ``resume: true`` asks here when a page loads; 204 tells it there is nothing to resume.
-    """
-    if "agent" in request.path_params:
-        _resolve_agent(request.app.state.agents, request.path_params["agent"], caller_of(request))
-    return Response(status_code=204)
 
 
 async def _healthz(request: Request) -> Response:
@@ -213,14 +208,15 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 agent,
                 caller_of(request),
                 run_input,
-                protocol=protocol.name,
+                protocol=protocol,
+                run_log=request.app.state.run_log,
                 base_dir=registry.config.base_dir,
                 stopping=request.app.state.stopping,
                 finish_on_disconnect=registry.config.store.finish_on_disconnect,
                 runs=request.app.state.thread_runs,
                 metrics=metrics,
             )
-            run_input, events = turn.run_input, turn.events
+            frames = turn.frames
         elif run_input.newest_only:
             problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
             raise RequestError(
@@ -228,7 +224,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
             )
         else:
             events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
-        frames = protocol.encode(run_input, agent.config, events)
+            frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)
         meter = metrics.stream(protocol.name, agent.name, started)
         response = EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds, meter=meter)

@@ -1,6 +1,7 @@
 """A run on a stored thread: detached from its request, checkpointed, saved once when it ends.
 
-``ThreadRun`` drives ``run_agent`` in its own task. The request only follows it (``follow()``):
+``ThreadRun`` drives ``run_agent`` in its own task and writes the encoded stream to the run's log
+(app/runlog/). The request only follows that log (``follow()``), as a resume or a reconnect does:
 when the client hangs up, the run goes on to the end and is saved (``[store] finish_on_disconnect``,
 the default), or is cancelled and what it said so far is saved as ``partial``. The turn is assembled
 in memory (``TurnRecorder``) and written at the end; every ``CHECKPOINT_SECONDS`` a checkpoint
@@ -8,7 +9,8 @@ rewrites it as ``partial`` and refreshes the run's heartbeat, so a process kille
 at most that much unsaved, and its thread is freed once the heartbeat is stale. Nothing is written
 per token.
 
-This is the seam resumable runs build on: a second follower of the same run, and a stop, attach here.
+Resume, reconnect and stop (docs/resume.md) attach here: any number of followers read the log, and
+a stop asked on any replica reaches the task through the log's writer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import replace
 
@@ -36,6 +38,8 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, Message, ToolMessage
 from chatgate.ids import new_id
+from chatgate.run_follow import follow_run
+from chatgate.runlog import RunEnding, RunWriter
 from chatgate.store import MessageStatus, ThreadInfo, ThreadStore
 
 __all__ = ["CHECKPOINT_SECONDS", "ThreadRun", "TurnRecorder", "close_thread_runs"]
@@ -45,6 +49,7 @@ logger = logging.getLogger("chatgate.thread_run")
 CHECKPOINT_SECONDS = 1.0
 """How often a running turn is saved as ``partial`` (and its heartbeat refreshed)."""
 
+_SHUTDOWN = "The server stopped; what was said so far is saved."
 _DELTAS = (TextDelta, ReasoningDelta, ToolCallDelta)
 
 
@@ -113,11 +118,15 @@ def _tool_message(event: ToolResult | ToolDenied) -> ToolMessage:
     return ToolMessage(event.tool_call_id, event.content, event.is_error, id=new_id("msg"))
 
 
-_END = object()
-
-
 class ThreadRun:
-    """One run on a stored thread, in its own task. See the module docstring."""
+    """One run on a stored thread, in its own task, writing its encoded stream to a run log.
+
+    The task runs the agent, folds its events into the turn, encodes them (``encode``, the request's
+    protocol) and writes every frame to ``writer``. The turn is saved before the terminal event reaches
+    the encoder, so whoever reads a run's ending can read its saved turn. A stop (``stop()`` here or
+    ``request_stop`` on the run log from any replica) cancels the agent (closing its upstream request),
+    saves the turn as ``partial`` and ends the stream with ``RunFinished(stopped=True)``.
+    """
 
     def __init__(
         self,
@@ -126,7 +135,10 @@ class ThreadRun:
         run_id: str,
         events: AsyncIterator[RunEvent],
         recorder: TurnRecorder,
+        writer: RunWriter,
         *,
+        encode: Callable[[AsyncIterator[RunEvent]], AsyncIterator[bytes]],
+        interrupted: Callable[[str, str], bytes],
         finish_on_disconnect: bool,
     ) -> None:
         self.thread = thread
@@ -134,50 +146,106 @@ class ThreadRun:
         self._store = store
         self._events = events
         self._recorder = recorder
+        self._writer = writer
+        self._encode = encode
+        self._interrupted = interrupted
         self._finish_on_disconnect = finish_on_disconnect
-        self._queue: asyncio.Queue[object] = asyncio.Queue()
-        self._following = True
+        self._started = False
+        self._stopping = False
+        self._terminal = False  # the run's ending is decided: a stop comes too late
+        self._saved = False
+        self._ending: RunEnding = "failed"
         self.task = asyncio.create_task(self._drive(), name=f"thread-run {run_id}")
 
-    async def follow(self) -> AsyncIterator[RunEvent]:
-        """The run's events for the request; the terminal one only once the turn is saved."""
+    def stop(self) -> None:
+        """End the run now, saving what it said as ``partial``; nothing once its ending is decided."""
+        if self._terminal or self._stopping:
+            return
+        self._stopping = True
+        if self._started:
+            self.task.cancel()
+
+    async def follow(self, frames: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+        """``frames`` (the run log) for the request that started the run; its hang-up may stop the run."""
         try:
-            while True:
-                item = await self._queue.get()
-                if item is _END:
-                    return
-                if isinstance(item, RunFinished | RunFailed):
-                    await asyncio.shield(self.task)  # saved before the client hears the run is over
-                    yield item
-                    return
-                yield item  # type: ignore[misc]
+            async for frame in follow_run(frames, self._interrupted):
+                yield frame
         finally:
-            self._following = False
-            if not self._finish_on_disconnect and not self.task.done():
-                self.task.cancel()
+            if not self._finish_on_disconnect:
+                self.stop()
 
     async def _drive(self) -> None:
-        status: MessageStatus = "partial"
+        self._started = True
         checkpoints = asyncio.create_task(self._checkpoints())
+        watching = asyncio.create_task(self._watch_stop())
+        try:
+            async with aclosing(self._encode(self._saved_events())) as frames:  # type: ignore[type-var]
+                async for frame in frames:
+                    self._writer.write(frame)
+        finally:
+            self._terminal = True
+            for task in (watching, checkpoints):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if not self._saved:  # cancelled from outside (shutdown): the encoder wrote no ending
+                await self._save("partial")
+                self._writer.write(self._interrupted(_SHUTDOWN, "server_shutdown"))
+            try:
+                await asyncio.shield(self._writer.close(self._ending))
+            except Exception:
+                logger.exception("thread run %r: closing its run log failed", self.run_id)
+
+    async def _saved_events(self) -> AsyncIterator[RunEvent]:
+        """The agent's events, the turn saved before the terminal one; a stop becomes a stopped ending."""
+        if self._stopping:  # stopped before it began
+            aclose = getattr(self._events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            await self._save("partial")
+            self._ending = "stopped"
+            yield RunFinished("other", stopped=True)
+            return
         try:
             async with aclosing(self._events) as events:  # type: ignore[type-var]
                 async for event in events:
                     self._recorder.feed(event)
-                    if isinstance(event, RunFinished):
-                        status = "complete"
-                    elif isinstance(event, RunFailed):
-                        status = "partial" if event.code == "server_shutdown" else "error"
-                    if self._following:
-                        self._queue.put_nowait(event)
-        finally:
-            checkpoints.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await checkpoints
-            try:
-                await asyncio.shield(self._store.finish_run(self.thread, self.run_id, self._recorder.turn(), status))
-            except Exception:
-                logger.exception("thread run %r: saving the turn failed", self.run_id)
-            self._queue.put_nowait(_END)
+                    if isinstance(event, RunFinished | RunFailed):
+                        self._terminal = True
+                        if isinstance(event, RunFinished):
+                            self._ending = "finished"
+                            status: MessageStatus = "complete"
+                        else:
+                            status = "partial" if event.code == "server_shutdown" else "error"
+                        await self._save(status)
+                        yield event
+                        return
+                    yield event
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            self._terminal = True
+            await self._save("partial")
+            self._ending = "stopped"
+            yield RunFinished("other", stopped=True)
+            return
+        # The events ended with no terminal event: the encoder ends the stream as failed.
+        self._terminal = True
+        await self._save("error")
+
+    async def _save(self, status: MessageStatus) -> None:
+        self._saved = True
+        try:
+            await asyncio.shield(self._store.finish_run(self.thread, self.run_id, self._recorder.turn(), status))
+        except Exception:
+            logger.exception("thread run %r: saving the turn failed", self.run_id)
+
+    async def _watch_stop(self) -> None:
+        await self._writer.stop_requested()
+        self.stop()
 
     async def _checkpoints(self) -> None:
         while True:

@@ -2,15 +2,20 @@
 
 Between decode and run: load the caller's thread, reconcile what the client sent (app/thread_plan.py),
 take the thread for this run and commit the user's turn in one transaction (409 ``thread_busy`` when
-another run holds it), then start the run detached from the request (app/thread_run.py). The model
-gets the stored history under the thread's system message, rendered per request and never stored.
+another run holds it), then start the run detached from the request (app/thread_run.py), writing its
+stream to the run log the request then follows. The model gets the stored history under the thread's
+system message, rendered per request and never stored.
+
+An AG-UI request that adds nothing on a thread whose run is still going is a reconnect: it follows
+that run from its ``RUN_STARTED`` (docs/resume.md); with nothing to replay it is a hydrate.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from chatgate.agents import Agent, prompt_template
@@ -22,7 +27,10 @@ from chatgate.history import Message, SystemMessage
 from chatgate.ids import new_id
 from chatgate.metrics import Metrics
 from chatgate.prompts import PromptTemplate
+from chatgate.protocol import UIProtocol
+from chatgate.run_follow import replay_run, run_log_id
 from chatgate.run_input import RunInput
+from chatgate.runlog import RunLog
 from chatgate.runner import run_agent
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadStore
 from chatgate.thread_plan import plan_turn
@@ -37,10 +45,9 @@ MAX_THREAD_ID = 200
 
 @dataclass(frozen=True, slots=True)
 class ThreadTurn:
-    """What the server encodes: the request as the protocol should see it, and the events to send."""
+    """What the server streams: the protocol's frames for this request."""
 
-    run_input: RunInput
-    events: AsyncIterator[RunEvent]
+    frames: AsyncGenerator[bytes, None]
 
 
 async def open_thread_turn(
@@ -49,14 +56,15 @@ async def open_thread_turn(
     caller: Caller,
     run_input: RunInput,
     *,
-    protocol: str,
+    protocol: UIProtocol,
+    run_log: RunLog,
     base_dir: Path,
     stopping: asyncio.Event,
     finish_on_disconnect: bool,
     runs: set[ThreadRun],
     metrics: Metrics | None = None,
 ) -> ThreadTurn:
-    """Reconcile, commit and start the run (or answer a hydrate); raises ``RequestError`` before any byte."""
+    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte."""
     if store is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
     if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
@@ -69,9 +77,17 @@ async def open_thread_turn(
     for attempt in range(_ATTEMPTS):
         known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
         stored: list[StoredMessage] = await store.messages(known) if known is not None else []
-        plan = plan_turn(stored, run_input, protocol=protocol, server_tools=agent.server_tools)
+        plan = plan_turn(stored, run_input, protocol=protocol.name, server_tools=agent.server_tools)
         if plan.hydrate:
-            return ThreadTurn(replace(run_input, snapshot=plan.history), _finished())
+            if known is not None and known.active_run is not None:
+                log_id = run_log_id(known.active_run, protocol.name)
+                before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != known.active_run]
+                ending = partial(protocol.interrupted, agent.config)
+                replay = await replay_run(run_log, log_id, ending, protocol.rejoined(before))
+                if replay is not None:
+                    return ThreadTurn(replay)
+            hydrate = replace(run_input, snapshot=plan.history)
+            return ThreadTurn(protocol.encode(hydrate, agent.config, _finished()))
         # Everything that can refuse the request happens before the thread is taken.
         system = known.system if known is not None else SystemState()
         model_agent = thread_agent(agent, system, base_dir)
@@ -94,25 +110,34 @@ async def open_thread_turn(
     else:  # pragma: no cover - the loop either breaks or raises
         raise ThreadBusy()
     model_input = replace(run_input, messages=(*client_system, *plan.history))
-    recorder = TurnRecorder(plan.message_id if protocol == "vercel-ai" and not plan.continues else None)
+    recorder = TurnRecorder(plan.message_id if protocol.name == "vercel-ai" and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.
     model_agent = replace(model_agent, approval_ledger=StoreApprovalLedger(store, thread))
+    encode_input = replace(
+        run_input,
+        continue_message_id=plan.message_id,
+        snapshot=plan.history if plan.behind and protocol.name == "ag-ui" else None,
+    )
+    log_id = run_log_id(run_key, protocol.name)
+    try:
+        writer = await run_log.create(log_id)
+    except Exception as exc:
+        await store.finish_run(thread, run_key, [], "error")
+        raise RequestError(503, "run_log_unavailable", "the run log cannot be reached; try again") from exc
     run = ThreadRun(
         store,
         thread,
         run_key,
         run_agent(model_agent, model_input, stopping=stopping, metrics=metrics),
         recorder,
+        writer,
+        encode=partial(protocol.encode, encode_input, agent.config),
+        interrupted=partial(protocol.interrupted, agent.config),
         finish_on_disconnect=finish_on_disconnect,
     )
     runs.add(run)
     run.task.add_done_callback(lambda _: runs.discard(run))
-    encode_input = replace(
-        run_input,
-        continue_message_id=plan.message_id,
-        snapshot=plan.history if plan.behind and protocol == "ag-ui" else None,
-    )
-    return ThreadTurn(encode_input, run.follow())
+    return ThreadTurn(run.follow(run_log.follow(log_id)))
 
 
 def thread_agent(agent: Agent, system: SystemState, base_dir: Path) -> Agent:

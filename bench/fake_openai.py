@@ -2,7 +2,7 @@
 fixed reply of ``tokens`` words as Chat Completions chunks, one ASGI send per chunk, then the usage chunk
 and ``data: [DONE]``.
 
-``pace_ms`` waits that long before each token, as a real model does between tokens. Without it the
+``pace_ms`` waits that long before each token after the first, as a real model does between tokens. Without it the
 whole reply reaches the relay in a few reads, and a byte-forwarding floor would forward a handful of
 large chunks where a real deployment forwards one per token.
 """
@@ -67,8 +67,8 @@ def upstream_app(tokens: int, pace_ms: float) -> Any:
             await send({"type": "http.response.body", "body": b"ok"})
             return
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for frame in frames:
-            if pace:
+        for index, frame in enumerate(frames):
+            if pace and index > 1:  # the role chunk and the first token come at once, as time to first token
                 await asyncio.sleep(pace)
             await send({"type": "http.response.body", "body": frame, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

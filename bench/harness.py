@@ -49,10 +49,11 @@ def cpu_source() -> str:
 class ServerProcess:
     """One ``bench/serve.py`` server in its own process on 127.0.0.1."""
 
-    def __init__(self, kind: str, argument: str) -> None:
+    def __init__(self, kind: str, argument: str, command: list[str] | None = None) -> None:
+        """Start ``serve.py kind argument``, or ``command`` (which prints its port first the same way)."""
         self.kind = kind
         self._process = subprocess.Popen(
-            [sys.executable, str(BENCH_DIR / "serve.py"), kind, argument],
+            command or [sys.executable, str(BENCH_DIR / "serve.py"), kind, argument],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,

@@ -4,6 +4,7 @@
     python bench/serve.py floor FRAMES.json      the bare floor: replays captured frames (floor_app.py)
     python bench/serve.py proxy UPSTREAM_URL     the bare relay floor: forwards upstream bytes (floor_app.py)
     python bench/serve.py upstream TOKENS,PACE_MS a fake OpenAI-compatible upstream (fake_openai.py)
+    python bench/serve.py pydantic-ai SOURCE     pydantic-ai's UI adapters (peers_pydantic_ai.py, peers' venv)
 
 It binds a free port, prints it on the first line of stdout, then serves until SIGTERM/SIGINT. The
 benchmark reads the server's CPU time from /proc, so each server is its own process.
@@ -11,6 +12,8 @@ benchmark reads the server's CPU time from /proc, so each server is its own proc
 
 from __future__ import annotations
 
+import os
+import resource
 import socket
 import sys
 from pathlib import Path
@@ -25,7 +28,21 @@ UVICORN_SETTINGS: dict[str, Any] = {
     "log_level": "warning",
     "access_log": False,
     "lifespan": "on",
+    # As `chatgate serve` sets it: a burst of thousands of connections must not overflow the accept queue.
+    "backlog": 4096,
 }
+
+
+def use_single_pool() -> None:
+    """Give chatgate one unsharded httpx pool, as before app/providers/pool.py (``scale.py --pool single``)."""
+    import httpx
+
+    import chatgate.server
+
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
+    chatgate.server.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
+        timeout=httpx.Timeout(10.0, read=None), limits=limits
+    )
 
 
 def build_app(kind: str, argument: str) -> Any:
@@ -33,6 +50,8 @@ def build_app(kind: str, argument: str) -> Any:
         from chatgate.config import load_config
         from chatgate.server import create_app
 
+        if os.environ.get("BENCH_POOL") == "single":
+            use_single_pool()
         return create_app(load_config(argument))
     if kind == "floor":
         from floor_app import replay_app
@@ -42,6 +61,10 @@ def build_app(kind: str, argument: str) -> Any:
         from floor_app import proxy_app
 
         return proxy_app(argument)
+    if kind == "pydantic-ai":
+        from peers_pydantic_ai import peer_app
+
+        return peer_app(argument)
     if kind == "upstream":
         from fake_openai import upstream_app
 
@@ -52,6 +75,8 @@ def build_app(kind: str, argument: str) -> Any:
 
 def main() -> None:
     kind, argument = sys.argv[1], sys.argv[2]
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the scale benchmark opens 10,000 streams
     app = build_app(kind, argument)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -11,6 +11,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet -e '.[test]'
 (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 bash scripts/build-test-apps.sh
+bash scripts/build-page.sh --check  # installs the chat page's build and axe-core; fails if chat.js is stale
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh

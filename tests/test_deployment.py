@@ -3,6 +3,7 @@
 import fnmatch
 from pathlib import Path
 
+import pytest
 import yaml
 
 from chatgate.config import load_config
@@ -70,3 +71,34 @@ def test_the_image_serves_on_all_interfaces_with_a_healthcheck() -> None:
     assert 'CMD ["chatgate", "serve", "--host", "0.0.0.0", "--port", "8000"]' in dockerfile
     assert "HEALTHCHECK" in dockerfile and "/healthz" in dockerfile
     assert "USER chatgate" in dockerfile
+
+
+def test_compose_publishes_the_keyless_example_on_this_machine_only() -> None:
+    service = compose()["services"]["chatgate"]
+    assert service["environment"]["CHATGATE_ALLOW_UNAUTHENTICATED"] == "true"  # type: ignore[index]
+    assert service["ports"] == ["127.0.0.1:8000:8000"]
+
+
+def test_the_replicas_profile_runs_two_replicas_on_one_postgres_and_one_redis(monkeypatch: pytest.MonkeyPatch) -> None:
+    services = compose()["services"]
+    replicas = [services["chatgate-a"], services["chatgate-b"]]
+    for name in ("chatgate-a", "chatgate-b", "postgres", "redis"):
+        assert services[name]["profiles"] == ["replicas"]  # a plain `docker compose up` starts none of them
+    ports = {port for replica in replicas for port in replica["ports"]}  # type: ignore[attr-defined]
+    assert len(ports) == 2
+    for replica in replicas:
+        assert replica["volumes"] == ["./docs/examples/replicas:/config:ro"]
+        assert replica["environment"]["CHATGATE_CONFIG"] == "/config/chatgate.toml"  # type: ignore[index]
+        assert set(replica["depends_on"]) == {"postgres", "redis"}  # type: ignore[arg-type]
+        assert "/readyz" in " ".join(replica["healthcheck"]["test"])  # type: ignore[index]
+    for name, image in (("postgres", "postgres"), ("redis", "redis")):
+        repository, _, tag = str(services[name]["image"]).partition(":")
+        assert repository == image and tag[:1].isdigit()  # pinned, never latest
+    password = services["postgres"]["environment"]["POSTGRES_PASSWORD"]  # type: ignore[index]
+    assert replicas[0]["environment"]["POSTGRES_PASSWORD"] == password  # type: ignore[index]
+    # The replicas' config: threads in that PostgreSQL, run logs and limits in that Redis.
+    monkeypatch.setenv("POSTGRES_PASSWORD", "secret")
+    config = load_config(ROOT / "docs" / "examples" / "replicas" / "chatgate.toml")
+    assert config.server.redis_url == "redis://redis:6379/0"
+    assert config.store_url == "postgresql://chatgate:secret@postgres:5432/chatgate"
+    assert all(agent.conversations == "server" for agent in config.agents.values())

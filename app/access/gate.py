@@ -20,13 +20,14 @@ from chatgate.access.keys import KeyRing
 from chatgate.access.limits import Limits, MemoryLimits, StreamSlot
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
+from chatgate.chat_page import PAGE_PATHS
 from chatgate.config import Config
 from chatgate.errors import RequestError
 
 __all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot"]
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-"""Probes a load balancer calls without a key."""
+OPEN_PATHS = frozenset({"/healthz", "/readyz", *PAGE_PATHS})
+"""Probes a load balancer calls without a key, and the chat page's files (the page asks for a key)."""
 
 
 class _Access:

@@ -66,12 +66,17 @@ class ServerSettings(_Strict):
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     redis_failure: Literal["closed", "open"] = "closed"
     log_format: Literal["text", "json"] = "text"
+    chat_page: bool = True
     allow_unauthenticated: bool = False
     cors_origins: tuple[str, ...] = ()
     max_messages: int = Field(default=1000, gt=0)
     max_parts_per_message: int = Field(default=100, gt=0)
     max_text_chars: int = Field(default=1_000_000, gt=0)
     max_tools: int = Field(default=128, ge=0)
+    run_log_ttl_seconds: float = Field(default=60.0, gt=0)
+    run_log_max_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    run_log_max_entries: int = Field(default=10_000, gt=0)
+    run_log_lease_seconds: float = Field(default=3.0, gt=0)
 
     @field_validator("cors_origins")
     @classmethod

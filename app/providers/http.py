@@ -37,12 +37,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from httpx._utils import get_environment_proxies  # the environment's proxies, parsed as httpx itself does
 from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
 from chatgate.errors import ProviderError
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
+from chatgate.providers.pool import ShardedTransport
 from chatgate.strict_json import dump_json
 
 __all__ = [
@@ -76,9 +78,15 @@ def upstream_client() -> httpx.AsyncClient:
 
     Connections are pooled and kept alive between calls (no new TLS handshake per request); there is
     no cap on concurrent streams, and timeouts are set per request by each provider (app/providers/http.py).
+    The pool is sharded (app/providers/pool.py) so opening a stream costs the same however many are open.
+    ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` apply as in any httpx client (httpx ignores
+    them once a transport is given, so they are mounted here).
     """
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
-    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), limits=limits)
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {
+        pattern: ShardedTransport(proxy=proxy) if proxy else None
+        for pattern, proxy in get_environment_proxies().items()
+    }
+    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), transport=ShardedTransport(), mounts=mounts)
 
 
 class HTTPProvider:

@@ -4,7 +4,8 @@
 //
 // stdin:  {"url": chat endpoint, "version": 5 | 6 | 7, "chatId": "...",
 //          "messagesUrl"?: GET URL of the stored messages: loaded (and validated) as the chat's start,
-//          "steps": [{"sendMessage": {"text": "..."}} | {"regenerate": true}]}
+//          "steps": [{"sendMessage": {"text": "..."}} | {"regenerate": true} | {"resume": true}]}
+// A resume step is useChat's `resume: true` on page load: chat.resumeStream() (GET {url}/{chatId}/stream).
 // stdout: {"messages": [UIMessage...], "requests": [{"body": {...}, "chunks": [...]}], "loaded"?: [...]}
 // Exits non-zero on a chat error, a chunk the schema rejects, or stored messages validateUIMessages rejects.
 
@@ -47,7 +48,7 @@ class MemoryChat extends ai.AbstractChat {
 const requests = [];
 const pending = new Set();
 async function recordingFetch(resource, init) {
-  const exchange = { body: JSON.parse(init.body), chunks: [], status: 0 };
+  const exchange = { body: init?.body ? JSON.parse(init.body) : null, chunks: [], status: 0 };
   requests.push(exchange);
   const response = await fetch(resource, init);
   exchange.status = response.status;
@@ -107,6 +108,8 @@ for (const step of steps) {
     await chat.sendMessage({ text: step.sendMessage.text });
   } else if (step.regenerate) {
     await chat.regenerate();
+  } else if (step.resume) {
+    await chat.resumeStream();
   } else {
     fail(`unknown step ${JSON.stringify(step)}`);
   }

@@ -1,0 +1,75 @@
+"""Following a run through its run log: the stream a request sends, and how it ends when it cannot go on.
+
+Every request on a stored thread's run follows its log (app/runlog/): the request that started it, a
+useChat resume, an AG-UI reconnect, on this replica or another. The frames are the protocol's own,
+ending included; a follower adds an ending only when the log cannot give one: the producer died
+(``ProducerLost``) or the follower fell behind what the log keeps (``ReplayUnavailable``).
+
+A run's log is named after the store's run id and the protocol that encodes it (``run_log_id``), so a
+useChat resume never replays an AG-UI run's frames, nor the reverse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+
+from chatgate.runlog import ProducerLost, ReplayUnavailable, RunLog
+
+__all__ = ["Ending", "follow_run", "replay_run", "run_log_id"]
+
+Ending = Callable[[str, str], bytes]
+"""``UIProtocol.interrupted`` for one agent: the error ending for ``(message, code)``."""
+
+LOST = ("The run was interrupted: the server producing it stopped. What was said so far is saved.", "producer_lost")
+BEHIND = ("This stream fell behind what the server keeps of the run; reload the conversation.", "replay_unavailable")
+
+
+def run_log_id(run_id: str, protocol: str) -> str:
+    """The run log of the store's run ``run_id``, encoded in ``protocol``."""
+    return f"{run_id}.{protocol}"
+
+
+async def follow_run(frames: AsyncIterator[bytes], ending: Ending, first: bytes = b"") -> AsyncGenerator[bytes, None]:
+    """``first`` (already read) and then ``frames``, with an error ending if the log cannot finish them."""
+    try:
+        if first:
+            yield first
+        async for frame in frames:
+            yield frame
+    except ProducerLost:
+        yield ending(*LOST)
+    except ReplayUnavailable:
+        yield ending(*BEHIND)
+    finally:
+        aclose = getattr(frames, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def replay_run(
+    run_log: RunLog, log_id: str, ending: Ending, rejoined: bytes = b""
+) -> AsyncGenerator[bytes, None] | None:
+    """The run's stream from its start, then live; None when there is nothing to replay.
+
+    ``rejoined`` (``UIProtocol.rejoined``) goes right after the run's first frame.
+
+    The first frame is read here, so a run that is unknown, expired, too long to replay or whose
+    producer died before saying anything is None: the caller answers 204 or falls back.
+    """
+    try:
+        frames = run_log.follow(log_id)
+    except ReplayUnavailable:
+        return None
+    try:
+        first = await anext(aiter(frames))
+    except (ReplayUnavailable, ProducerLost, StopAsyncIteration):
+        with contextlib.suppress(Exception):
+            aclose = getattr(frames, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return None
+    if rejoined:
+        head, separator, rest = first.partition(b"\n\n")  # frames are LF-only, one data line each
+        first = head + separator + rejoined + rest
+    return follow_run(frames, ending, first)

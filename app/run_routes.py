@@ -1,0 +1,116 @@
+"""The app's run log, and the routes that reach a running run: resume and stop (docs/resume.md).
+
+- ``GET /agents/{agent}/{route}/{id}/stream`` (and under the protocol's default path): useChat's
+  ``resume: true``. 204 when nothing runs on the caller's thread ``id`` (or it cannot be replayed, or
+  was started in another protocol); otherwise the run's stream from its start, then live, to its end.
+- ``POST /agents/{agent}/threads/{id}/stop``: stops the thread's running run, on whichever replica
+  produces it. ``{"stopped": true}``, or ``false`` when nothing was running.
+
+Both check the agent and the caller as the chat route does; a resume holds a stream slot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+
+import redis.asyncio as redis
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from chatgate.access import check_agent, hold_stream_slot
+from chatgate.agents import Agent, AgentRegistry
+from chatgate.caller import caller_of
+from chatgate.config import ServerSettings
+from chatgate.errors import RequestError
+from chatgate.metrics import Metrics
+from chatgate.observe import label_request
+from chatgate.protocol import UIProtocol
+from chatgate.run_follow import replay_run, run_log_id
+from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
+from chatgate.sse import EventStreamResponse
+from chatgate.store import ThreadStore
+
+__all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
+
+
+def app_run_log(settings: ServerSettings, client: redis.Redis | None) -> RunLog:
+    """In memory for one process; in Redis, shared by every replica, when ``[server] redis_url`` is set."""
+    limits = RunLogLimits(
+        max_bytes=settings.run_log_max_bytes,
+        max_entries=settings.run_log_max_entries,
+        ttl=settings.run_log_ttl_seconds,
+        lease=settings.run_log_lease_seconds,
+    )
+    return RedisRunLog(client, limits) if client is not None else MemoryRunLog(limits)
+
+
+def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Response]]:
+    """``GET .../{thread_id}/stream`` for ``protocol``'s chat routes."""
+
+    async def resume(request: Request) -> Response:
+        started = time.perf_counter()
+        label_request(request.scope, protocol.name)
+        registry: AgentRegistry = request.app.state.agents
+        agent = _agent(registry, request.path_params.get("agent"), request)
+        label_request(request.scope, protocol.name, agent.name)
+        store: ThreadStore | None = request.app.state.store
+        if agent.config.conversations != "server" or store is None:
+            return Response(status_code=204)
+        thread = await store.get_thread(caller_of(request).owner, agent.name, request.path_params["thread_id"])
+        if thread is None or thread.active_run is None:
+            return Response(status_code=204)
+        log_id = run_log_id(thread.active_run, protocol.name)
+        frames = await replay_run(request.app.state.run_log, log_id, partial(protocol.interrupted, agent.config))
+        if frames is None:
+            return Response(status_code=204)
+        metrics: Metrics = request.app.state.metrics
+        response = EventStreamResponse(
+            frames,
+            protocol.headers(agent.config),
+            keepalive=registry.config.server.keepalive_seconds,
+            meter=metrics.stream(protocol.name, agent.name, started),
+        )
+        return await hold_stream_slot(request, response)  # type: ignore[return-value]
+
+    return resume
+
+
+def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
+    """``POST /agents/{agent}/threads/{thread_id}/stop``."""
+    names = [protocol.name for protocol in protocols]
+
+    async def stop(request: Request) -> Response:
+        """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
+        registry: AgentRegistry = request.app.state.agents
+        agent = _agent(registry, request.path_params["agent"], request)
+        if agent.config.conversations != "server":
+            raise RequestError(404, "no_threads", f"agent {agent.name!r} keeps no conversations")
+        store: ThreadStore | None = request.app.state.store
+        if store is None:
+            raise RequestError(503, "store_unavailable", "no store is open; restart the server after enabling one")
+        thread_id = request.path_params["thread_id"]
+        thread = await store.get_thread(caller_of(request).owner, agent.name, thread_id)
+        if thread is None:
+            raise RequestError(404, "unknown_thread", f"no thread {thread_id!r} here")
+        run_log: RunLog = request.app.state.run_log
+        stopped = False
+        if thread.active_run is not None:
+            for name in names:
+                stopped = await run_log.request_stop(run_log_id(thread.active_run, name)) or stopped
+        return JSONResponse({"stopped": stopped})
+
+    return [Route("/agents/{agent}/threads/{thread_id}/stop", stop, methods=["POST"])]
+
+
+def _agent(registry: AgentRegistry, name: str | None, request: Request) -> Agent:
+    caller = caller_of(request)
+    agent = registry.default if name is None else registry.get(name)
+    if agent is None:
+        if name is None:
+            raise RequestError(404, "no_default_agent", "no default agent is configured: set default = true on one")
+        raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
+    check_agent(caller, agent.name)
+    return agent

@@ -1,0 +1,104 @@
+"""``chatgate serve --workers N``: N server processes sharing one listening socket.
+
+The parent binds the socket, forks the workers and waits. Each worker builds its own app from the
+already validated config and runs it under ``GracefulServer``, so SIGTERM still ends its open streams
+in their protocol. The parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes
+each reload its config), restarts a worker that dies on its own, and returns once all have stopped.
+Workers share nothing but the socket: limits and approvals that must hold across them need
+``[server] redis_url``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from chatgate.config import Config, load_config
+from chatgate.errors import ConfigError
+
+__all__ = ["serve_workers"]
+
+ServerFactory = Callable[[uvicorn.Config, asyncio.Event], uvicorn.Server]
+"""Builds a worker's server from its settings and its app's ``stopping`` event (``GracefulServer``)."""
+
+
+def serve_workers(
+    workers: int,
+    config: Config,
+    config_path: Path | None,
+    settings: dict[str, Any],
+    server_factory: ServerFactory,
+) -> int:
+    """Serve with ``workers`` processes until SIGTERM or SIGINT; returns the exit status."""
+    # The app named here is never loaded: each worker builds its own.
+    listening = uvicorn.Config(app="chatgate.server:create_app", **settings).bind_socket()
+    context = multiprocessing.get_context("fork")  # the workers inherit the socket and the loaded config
+    stop = threading.Event()
+    processes: list[BaseProcess] = []
+
+    def start() -> BaseProcess:
+        process = context.Process(
+            target=_run_worker, args=(config, config_path, settings, server_factory, listening), daemon=False
+        )
+        process.start()
+        return process
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if signum != signal.SIGHUP:  # SIGHUP: each worker reloads its config and carries on
+            stop.set()
+        for process in processes:
+            if process.pid is not None and process.exitcode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signum)
+
+    processes.extend(start() for _ in range(workers))
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        while not stop.is_set():
+            for index, process in enumerate(processes):
+                if process.exitcode is not None and not stop.is_set():
+                    processes[index] = start()  # a worker died on its own: replace it
+            stop.wait(0.5)
+        for process in processes:
+            process.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        listening.close()
+    return 0
+
+
+def _run_worker(
+    config: Config,
+    config_path: Path | None,
+    settings: dict[str, Any],
+    server_factory: ServerFactory,
+    listening: socket.socket,
+) -> None:
+    """One worker: its own app and event loop, serving on the inherited socket."""
+    from chatgate.server import create_app
+
+    # Its own process group: a terminal's Ctrl-C reaches the parent only, which passes it on once (a second
+    # SIGINT would make uvicorn skip the graceful shutdown).
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # uvicorn installs its own handlers once it runs
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the app's config watcher takes it
+    if config_path is not None:  # a replacement worker starts from the file as it is now
+        with contextlib.suppress(ConfigError):
+            config = load_config(config_path)
+    app = create_app(config, config_path=config_path)
+    server = server_factory(uvicorn.Config(app, **settings), app.state.stopping)
+    server.run(sockets=[listening])

@@ -1,0 +1,343 @@
+"""chatgate side by side with its floors and its peers: server CPU per streamed token, requests per second
+per busy core, time to first token, peak memory. Run through ``bench/run``, which installs the peers.
+
+    .venv/bin/python bench/compare.py [--quick] [--rounds 5] [--json PATH] [--only builtin relay-burst ...]
+
+Three scenarios, each a set of servers and of *variants* (one measured thing: a server, a route, a
+request body, the bytes that mark one token, its floor):
+
+- ``builtin``: chatgate's ``builtin:echo``; pydantic-ai's adapters over a FunctionModel; the AI SDK's
+  Node server over its mock model; the floor replays chatgate's exact frames (bare ASGI).
+- ``relay-burst`` / ``relay-paced``: a fake OpenAI upstream (its own process) streams 200 tokens at once
+  or one every ``PACED_MS``; chatgate, pydantic-ai's OpenAIChatModel and the AI SDK's
+  openai-compatible provider relay it; the floor forwards the upstream's bytes (bare ASGI + httpx).
+
+Every reply is 200 tokens; CPU is the server process's own (all its threads), read from /proc before
+and after a batch; the load comes from ``--clients`` processes (bench/load.py, raw sockets, one
+connection per request) with ``--concurrency`` requests in flight in all. Batches of all variants
+alternate over the rounds; medians are reported. Adding a variant (say chatgate with a server-held
+thread) is one ``Server`` entry and one ``Variant`` entry in ``scenarios()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from floor_app import save_capture
+from harness import BENCH_DIR, ServerProcess, cpu_seconds
+from relay_cpu import chatgate_config
+from scale import peak_rss_mib
+from stream_cpu import CONFIG as BUILTIN_CONFIG
+from stream_cpu import capture, user_text
+
+from chatgate.config import load_config
+from chatgate.server import create_app
+
+TOKENS = 200
+PACED_MS = 20.0
+PEERS_PYTHON = BENCH_DIR / ".venv-peers" / "bin" / "python"
+NODE_SERVER = BENCH_DIR / "node" / "server.mjs"
+AG_UI_MARKER = "TEXT_MESSAGE_CONTENT"
+UI_STREAM_MARKER = '"text-delta"'
+
+
+def ag_ui_body(text: str) -> bytes:
+    """A complete AG-UI RunAgentInput (pydantic-ai's adapter requires every field)."""
+    message = {"id": "u1", "role": "user", "content": text}
+    run = {"threadId": "t1", "runId": "r1", "state": {}, "messages": [message], "tools": [], "context": []}
+    return json.dumps({**run, "forwardedProps": {}}).encode()
+
+
+def use_chat_body(text: str) -> bytes:
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
+    return json.dumps({"id": "chat1", "messages": [message], "trigger": "submit-message"}).encode()
+
+
+@dataclass
+class Variant:
+    """One measured thing; ``floor`` and ``peers`` name other variants of the same scenario."""
+
+    name: str
+    server: str
+    path: str
+    body: bytes
+    marker: str
+    floor: str | None = None
+    peers: tuple[str, ...] = ()
+    cpu_us_per_token: list[float] = field(default_factory=list)
+    requests_per_core_second: list[float] = field(default_factory=list)
+    first_token_s: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Scenario:
+    name: str
+    upstream_pace_ms: float | None  # None: no upstream
+    servers: dict[str, Callable[[str], ServerProcess]]  # name -> start(upstream_url)
+    variants: list[Variant]
+
+
+def scenarios(tmp: Path) -> list[Scenario]:
+    """The servers and variants measured. A new variant is one entry here."""
+    text = user_text()  # builtin:echo answers it with exactly TOKENS words
+    ag_ui, use_chat = ag_ui_body(text), use_chat_body(text)
+    builtin_config = tmp / "builtin.toml"
+    builtin_config.write_text(BUILTIN_CONFIG)
+    captures = capture_floors(builtin_config, ag_ui, use_chat, tmp)
+
+    def relay_chatgate(upstream: str) -> ServerProcess:
+        (tmp / "relay.toml").write_text(chatgate_config(upstream))
+        return ServerProcess("chatgate", str(tmp / "relay.toml"))
+
+    def pydantic_ai(source: str) -> ServerProcess:
+        return ServerProcess(
+            "pydantic-ai", source, [str(PEERS_PYTHON), str(BENCH_DIR / "serve.py"), "pydantic-ai", source]
+        )
+
+    def ai_sdk(source: str) -> ServerProcess:
+        return ServerProcess("ai-sdk", source, ["node", str(NODE_SERVER), source])
+
+    peer_variants = [
+        Variant("pydantic-ai AGUIAdapter", "pydantic-ai", "/ag-ui", ag_ui, AG_UI_MARKER),
+        Variant("pydantic-ai VercelAIAdapter", "pydantic-ai", "/api/chat", use_chat, UI_STREAM_MARKER),
+        Variant("AI SDK Node server", "ai-sdk", "/api/chat", use_chat, UI_STREAM_MARKER),
+    ]
+    ag_ui_peers = ("pydantic-ai AGUIAdapter", "AI SDK Node server")
+    use_chat_peers = ("pydantic-ai VercelAIAdapter", "AI SDK Node server")
+    builtin = Scenario(
+        "builtin",
+        None,
+        {
+            "chatgate": lambda _: ServerProcess("chatgate", str(builtin_config)),
+            "floor-ag-ui": lambda _: ServerProcess("floor", str(captures["ag-ui"])),
+            "floor-use-chat": lambda _: ServerProcess("floor", str(captures["use-chat"])),
+            "pydantic-ai": lambda _: pydantic_ai("function"),
+            "ai-sdk": lambda _: ai_sdk("mock"),
+        },
+        [
+            Variant("floor (AG-UI bytes)", "floor-ag-ui", "/ag-ui", ag_ui, AG_UI_MARKER),
+            Variant("chatgate AG-UI", "chatgate", "/ag-ui", ag_ui, AG_UI_MARKER, "floor (AG-UI bytes)", ag_ui_peers),
+            Variant("floor (useChat bytes)", "floor-use-chat", "/api/chat", use_chat, UI_STREAM_MARKER),
+            Variant(
+                "chatgate useChat",
+                "chatgate",
+                "/api/chat",
+                use_chat,
+                UI_STREAM_MARKER,
+                "floor (useChat bytes)",
+                use_chat_peers,
+            ),
+            *peer_variants,
+        ],
+    )
+    relay: list[Scenario] = []
+    for name, pace in (("relay-burst", 0.0), ("relay-paced", PACED_MS)):
+        relay.append(
+            Scenario(
+                name,
+                pace,
+                {
+                    "chatgate": relay_chatgate,
+                    "proxy": lambda upstream: ServerProcess("proxy", upstream + "/v1/chat/completions"),
+                    "pydantic-ai": pydantic_ai,
+                    "ai-sdk": ai_sdk,
+                },
+                [
+                    Variant("floor (byte proxy)", "proxy", "/v1/chat/completions", ag_ui, '"content":"word'),
+                    Variant(
+                        "chatgate AG-UI", "chatgate", "/ag-ui", ag_ui, AG_UI_MARKER, "floor (byte proxy)", ag_ui_peers
+                    ),
+                    Variant(
+                        "chatgate useChat",
+                        "chatgate",
+                        "/api/chat",
+                        use_chat,
+                        UI_STREAM_MARKER,
+                        "floor (byte proxy)",
+                        use_chat_peers,
+                    ),
+                    *[Variant(v.name, v.server, v.path, v.body, v.marker) for v in peer_variants],
+                ],
+            )
+        )
+    return [builtin, *relay]
+
+
+def capture_floors(config: Path, ag_ui: bytes, use_chat: bytes, tmp: Path) -> dict[str, Path]:
+    """chatgate's exact frames for each route, for the replaying floor."""
+    app = create_app(load_config(config))
+    paths = {}
+    for name, path, body in (("ag-ui", "/ag-ui", ag_ui), ("use-chat", "/api/chat", use_chat)):
+        headers, chunks = asyncio.run(capture(app, path, body))
+        paths[name] = tmp / f"{name}.json"
+        save_capture(paths[name], headers, chunks)
+    return paths
+
+
+def batch(
+    server: ServerProcess, variant: Variant, tmp: Path, args: argparse.Namespace, requests: int
+) -> dict[str, Any]:
+    """One batch from the load processes; returns their merged result and the server CPU it cost."""
+    body_file = tmp / f"body-{abs(hash(variant.body))}.json"
+    body_file.write_bytes(variant.body)
+    port = server.url.rsplit(":", 1)[1]
+    clients = min(args.clients, args.concurrency)
+    command = [sys.executable, str(BENCH_DIR / "load.py"), port, variant.path, str(body_file), variant.marker]
+    before = cpu_seconds(server.pid)
+    processes = [
+        subprocess.Popen(
+            [*command, str(args.concurrency // clients), str(requests // clients)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(clients)
+    ]
+    results = [json.loads(process.communicate(timeout=600)[0]) for process in processes]
+    used = cpu_seconds(server.pid) - before
+    done = sum(r["done"] for r in results)
+    failures = [f for r in results for f in r["failures"]]
+    if failures or min(r["min_tokens"] for r in results) < TOKENS:
+        raise RuntimeError(f"{variant.name}: failures {failures[:3]}, min tokens {[r['min_tokens'] for r in results]}")
+    return {"done": done, "cpu": used, "first": [t for r in results for t in r["first_token_s"]]}
+
+
+def run_scenario(scenario: Scenario, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
+    upstream = None
+    servers: dict[str, ServerProcess] = {}
+    paced = bool(scenario.upstream_pace_ms)
+    requests = args.paced_requests if paced else args.requests
+    try:
+        if scenario.upstream_pace_ms is not None:
+            upstream = ServerProcess("upstream", f"{TOKENS},{scenario.upstream_pace_ms}")
+        for name, start in scenario.servers.items():
+            servers[name] = start(upstream.url if upstream else "")
+        for variant in scenario.variants:  # warm-up, and a check that every reply holds all the tokens
+            batch(servers[variant.server], variant, tmp, args, args.clients)
+        for number in range(args.rounds):
+            shift = number % len(scenario.variants)
+            for variant in [*scenario.variants[shift:], *scenario.variants[:shift]]:
+                result = batch(servers[variant.server], variant, tmp, args, requests)
+                variant.cpu_us_per_token.append(result["cpu"] / (result["done"] * TOKENS) * 1e6)
+                variant.requests_per_core_second.append(result["done"] / result["cpu"])
+                variant.first_token_s.extend(result["first"])
+            print(
+                f"  {scenario.name} round {number + 1}: "
+                + "  ".join(f"{v.name} {v.cpu_us_per_token[-1]:.1f}" for v in scenario.variants),
+                flush=True,
+            )
+        memory = {name: peak_rss_mib(server.pid) for name, server in servers.items()}
+    finally:
+        for server in servers.values():
+            server.stop()
+        if upstream is not None:
+            upstream.stop()
+    return summarise(scenario, memory)
+
+
+def summarise(scenario: Scenario, memory: dict[str, float]) -> dict[str, Any]:
+    medians = {v.name: statistics.median(v.cpu_us_per_token) for v in scenario.variants}
+    rows = []
+    for v in scenario.variants:
+        firsts = sorted(v.first_token_s)
+        row: dict[str, Any] = {
+            "variant": v.name,
+            "cpu_us_per_token": round(medians[v.name], 2),
+            "cpu_us_per_token_rounds": [round(x, 2) for x in v.cpu_us_per_token],
+            "requests_per_busy_core_s": round(statistics.median(v.requests_per_core_second), 1),
+            "first_token_p50_ms": round(firsts[len(firsts) // 2] * 1000, 1),
+            "first_token_p99_ms": round(firsts[max(0, int(len(firsts) * 0.99) - 1)] * 1000, 1),
+            "server_peak_rss_mib": round(memory[v.server], 1),
+        }
+        if v.floor:
+            row["vs_floor"] = round(medians[v.name] / medians[v.floor], 2)
+        if v.peers:
+            row["peer_cost_ratio"] = {peer: round(medians[peer] / medians[v.name], 1) for peer in v.peers}
+        rows.append(row)
+    return {"scenario": scenario.name, "upstream_pace_ms": scenario.upstream_pace_ms, "rows": rows}
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(f"\n== {result['scenario']}")
+    print(
+        f"{'variant':<28} {'CPU µs/token':>12} {'req/s/core':>10} {'TTFT p50 ms':>11} {'p99 ms':>7} {'peak MiB':>8}"
+        "  vs floor   peers cost (x chatgate)"
+    )
+    for row in result["rows"]:
+        ratio = f"{row['vs_floor']:.2f}x" if "vs_floor" in row else ""
+        peers = ", ".join(f"{name} {x}x" for name, x in row.get("peer_cost_ratio", {}).items())
+        print(
+            f"{row['variant']:<28} {row['cpu_us_per_token']:>12.2f} {row['requests_per_busy_core_s']:>10.1f} "
+            f"{row['first_token_p50_ms']:>11.1f} {row['first_token_p99_ms']:>7.1f} {row['server_peak_rss_mib']:>8.1f}"
+            f"  {ratio:>8}   {peers}"
+        )
+
+
+def machine() -> dict[str, Any]:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        "?",
+    )
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "node": node,
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds of small batches (about 2-4 minutes)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=40, help="requests per batch, burst")
+    parser.add_argument("--paced-requests", type=int, default=20, help="requests per batch, paced")
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--clients", type=int, default=2, help="load client processes")
+    parser.add_argument("--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced)")
+    parser.add_argument("--json", type=Path, help="where to write the figures (default bench/results/compare-*.json)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.requests, args.paced_requests = 2, 20, 10
+    info = machine()
+    print(f"machine: {info}")
+    started = time.time()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for scenario in scenarios(Path(tmp)):
+            if args.only and scenario.name not in args.only:
+                continue
+            print(f"\n{scenario.name}: {args.rounds} rounds, concurrency {args.concurrency}", flush=True)
+            results.append(run_scenario(scenario, Path(tmp), args))
+    for result in results:
+        print_table(result)
+    info["load_average_at_end"] = os.getloadavg()
+    out = args.json or BENCH_DIR / "results" / f"compare-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in vars(args).items() if k != "json"}
+    out.write_text(
+        json.dumps(
+            {"machine": info, "settings": settings, "seconds": time.time() - started, "results": results}, indent=2
+        )
+    )
+    print(f"\nload average {info['load_average_at_start']} -> {info['load_average_at_end']}; figures in {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""useChat ``resume: true`` on a stored thread: a dropped stream is resumed by ``ai``'s own chat class."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from chatgate.config import Config
+from tests.conftest import make_config, run_node_client
+
+Serve = Callable[[Config], str]
+_TEXT = " ".join(f"word{n}" for n in range(24))
+
+
+def _config(store_url: str, version: int = 6) -> Config:
+    agent = {
+        "model": "builtin:echo",
+        "conversations": "server",
+        "vercel_ai_version": f"v{version}",
+        "model_settings": {"delay": 0.15},
+    }
+    return make_config({"bot": agent}, store={"url": store_url})
+
+
+def _chat(url: str, chat_id: str, steps: list[dict[str, Any]], version: int, **extra: Any) -> Any:
+    request = {"url": f"{url}/agents/bot/chat", "version": version, "chatId": chat_id, "steps": steps, **extra}
+    return run_node_client("vercel_ai_thread.mjs", request)
+
+
+def drop_after_first_delta(url: str, chat_id: str) -> list[str]:
+    """Start a turn and hang up after its first text delta; the lines read until then."""
+    message = {"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}
+    body = {"id": chat_id, "message": message}
+    lines: list[str] = []
+    with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, timeout=30) as response:
+        for line in response.iter_lines():
+            lines.append(line)
+            if '"text-delta"' in line:
+                break
+    return lines
+
+
+@pytest.mark.parametrize("version", [5, 6, 7])
+def test_a_dropped_stream_resumes_to_the_message_an_unbroken_one_gives(
+    serve: Serve, store_url: str, version: int
+) -> None:
+    url = serve(_config(store_url, version))
+    unbroken = _chat(url, "whole", [{"sendMessage": {"text": _TEXT}}], version)["messages"][-1]
+    drop_after_first_delta(url, "c1")
+    resumed = _chat(url, "c1", [{"resume": True}], version, messagesUrl=f"{url}/agents/bot/threads/c1/messages")
+    request = resumed["requests"][0]
+    assert request["status"] == 200
+    assert request["chunks"][0]["type"] == "start" and request["chunks"][-1]["type"] == "finish"
+    assert [m["role"] for m in resumed["messages"]] == ["user", "assistant"]
+    assert resumed["messages"][-1]["parts"] == unbroken["parts"]
+    stored = httpx.get(f"{url}/agents/bot/threads/c1/messages").json()["messages"]
+    assert stored[-1]["parts"] == unbroken["parts"] and stored[-1]["id"] == resumed["messages"][-1]["id"]
+
+
+def test_nothing_running_is_204(serve: Serve, store_url: str) -> None:
+    url = serve(_config(store_url))
+    assert httpx.get(f"{url}/agents/bot/chat/nothing/stream").status_code == 204
+    _chat(url, "c1", [{"sendMessage": {"text": "hi"}}], 6)
+    assert httpx.get(f"{url}/agents/bot/chat/c1/stream").status_code == 204  # its run is over
+
+
+def test_a_resume_replays_from_start_and_ends_with_done(serve: Serve, store_url: str) -> None:
+    url = serve(_config(store_url))
+    first = drop_after_first_delta(url, "c1")
+    with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", timeout=30) as response:
+        assert response.status_code == 200
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[: len([line for line in first if line])] == [line for line in first if line]
+    assert lines[-2].startswith('data: {"type":"finish"') and lines[-1] == "data: [DONE]"
+
+
+def test_another_owners_thread_is_not_resumed(serve: Serve, store_url: str) -> None:
+    keys = [
+        {"id": "alice", "key": "alice-secret-0123456789"},
+        {"id": "bob", "key": "bob-secret-0123456789ab"},
+    ]
+    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.15}}
+    url = serve(make_config({"bot": agent}, store={"url": store_url}, keys=keys))
+    alice = {"authorization": "Bearer alice-secret-0123456789"}
+    body = {"id": "c1", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}}
+    with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, headers=alice, timeout=30) as response:
+        for line in response.iter_lines():
+            if '"text-delta"' in line:
+                break
+    bob = {"authorization": "Bearer bob-secret-0123456789ab"}
+    assert httpx.get(f"{url}/agents/bot/chat/c1/stream", headers=bob).status_code == 204
+    assert httpx.get(f"{url}/agents/bot/chat/c1/stream").status_code == 401
+    with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", headers=alice, timeout=30) as response:
+        assert response.status_code == 200
+
+
+def test_a_resume_holds_one_of_the_keys_stream_slots(serve: Serve, store_url: str) -> None:
+    keys = [{"id": "alice", "key": "alice-secret-0123456789", "max_concurrent_streams": 1}]
+    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.15}}
+    url = serve(make_config({"bot": agent}, store={"url": store_url}, keys=keys))
+    alice = {"authorization": "Bearer alice-secret-0123456789"}
+    body = {"id": "c1", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}}
+    with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, headers=alice, timeout=30) as response:
+        lines = response.iter_lines()  # kept: a dropped iterator would close the response
+        while '"text-delta"' not in next(lines):
+            pass
+        refused = httpx.get(f"{url}/agents/bot/chat/c1/stream", headers=alice)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_streams"
+    with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", headers=alice, timeout=30) as resumed:
+        assert resumed.status_code == 200
