@@ -3,10 +3,11 @@
 The app is served from its own origin (tests/static_site.py), as a real app is, so loading the thread
 and each turn go through CORS.
 
-The app loads ``GET /agents/{agent}/threads/{id}/messages`` into ``useChat({messages})`` and sends only
+The app loads ``GET /agents/{agent}/threads/{id}/messages`` into ``useChat({messages})``, sends only
 the newest message (``prepareSendMessagesRequest`` -> ``{id, message}``), as docs/conversations.md
-describes. The agent's ``builtin:echo`` lists every user message it got (``history``), so the page shows
-whether the model saw the whole stored thread.
+describes, and resumes an answer still streaming (``useChat({resume: true})``, docs/resume.md). The
+agent's ``builtin:echo`` lists every user message it got (``history``), so the page shows whether the
+model saw the whole stored thread.
 """
 
 from __future__ import annotations
@@ -59,13 +60,13 @@ async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterato
         await context.close()
 
 
-def stored_agent(major: int, store: Path, app_origin: str) -> Config:
+def stored_agent(major: int, store: Path, app_origin: str, **settings: Any) -> Config:
     bot = {
         "model": "builtin:echo",
         "system_prompt": "You are terse.",
         "conversations": "server",
         "vercel_ai_version": f"v{major}",
-        "model_settings": {"history": True},
+        "model_settings": {"history": True, **settings},
     }
     return make_config({"bot": bot}, store={"url": f"sqlite:///{store}"}, server={"cors_origins": [app_origin]})
 
@@ -136,3 +137,30 @@ async def test_a_regenerate_after_a_reload_replaces_the_stored_answer(
     stored = httpx.get(f"{base}/agents/bot/threads/t1/messages").json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert stored[1]["id"] == await assistant.get_attribute("data-id")
+
+
+@pytest.mark.parametrize("major", [5, 6, 7], ids=lambda m: f"ai{m}")
+async def test_a_reload_mid_answer_resumes_the_running_stream(
+    page: Page, serve: Serve, app_origin: str, tmp_path: Path, major: int
+) -> None:
+    base = serve(stored_agent(major, tmp_path / "threads.db", app_origin, delay=0.2))
+    assistant = page.locator("[data-testid=message][data-role=assistant]")
+    resume_url = f"{base}/agents/bot/chat/t1/stream"
+    async with page.expect_response(resume_url) as on_load:
+        await open_usechat_from(page, app_origin, major, base, agent="bot", thread="t1")
+    assert (await on_load.value).status == 204  # nothing running yet: useChat's resume on load finds nothing
+    await send(page, "keep going")
+    await expect(assistant.get_by_test_id("part-text")).to_contain_text("System")
+    assert "User messages" not in await assistant.inner_text()  # still streaming
+
+    async with page.expect_response(resume_url) as on_reload:
+        await page.reload()  # the page's stream is cut; the run goes on on the server
+    assert (await on_reload.value).status == 200  # the reload resumed the run's stream
+    await expect(assistant.get_by_test_id("part-text")).to_contain_text("User messages: keep going")
+    await wait_ready(page)
+    await expect(page.get_by_test_id("message")).to_have_count(2)  # one answer, resumed in place, not doubled
+    await expect(page.get_by_test_id("error")).to_have_count(0)
+    stored = httpx.get(f"{base}/agents/bot/threads/t1/messages").json()["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[1]["id"] == await assistant.get_attribute("data-id")
+    assert "chatgate" not in (stored[1].get("metadata") or {})  # complete, not partial

@@ -4,8 +4,9 @@
 // Query string: base (chatgate's base URL; default this page's origin), agent (default "default"),
 // answer (what the frontend tool answers; default "red"), key (an API key sent as
 // `Authorization: Bearer`; kept in memory only and dropped from the address bar at once),
-// thread (a server-held thread id: the page loads GET .../threads/{id}/messages into useChat, and each
-// request sends only the newest message, as docs/conversations.md describes).
+// thread (a server-held thread id: the page loads GET .../threads/{id}/messages into useChat, each
+// request sends only the newest message, as docs/conversations.md describes, and useChat's
+// `resume: true` picks up an answer still streaming, GET .../chat/{id}/stream, as docs/resume.md describes).
 // Everything a test reads or clicks carries a data-testid (tests/e2e/test_usechat_browser.py).
 
 import React, { useEffect, useState } from "react";
@@ -101,7 +102,7 @@ function Part({ part, chat }) {
 
 function App({ initialMessages }) {
   const chat = useChat({
-    ...(thread ? { id: thread } : {}),
+    ...(thread ? { id: thread, resume: true } : {}),
     messages: initialMessages,
     transport,
     sendAutomaticallyWhen: resendWhen,
