@@ -16,6 +16,8 @@ Settings (an agent's ``model_settings``, checked when the config loads like ever
 - ``reasoning``: when true, a short reasoning span comes before the answer.
 - ``fail_after``: fail the call with an upstream-style error after this many words, to see how
   each protocol ends a broken stream.
+- ``history``: when true, a third line lists every user message it received (``User messages: a | b``),
+  to see that a stored thread reached the model whole.
 """
 
 from __future__ import annotations
@@ -63,7 +65,10 @@ def echo_reply(request: ModelRequest) -> str:
     )
     prompt_line = f"System prompt: {prompt}" if prompt is not None else "System prompt: (none)"
     user_line = f"Last user message: {last_user}" if last_user is not None else "Last user message: (none)"
-    return f"{prompt_line}\n{user_line}"
+    if not request.settings.get("history"):
+        return f"{prompt_line}\n{user_line}"
+    users = " | ".join(message.text for message in request.messages if isinstance(message, UserMessage))
+    return f"{prompt_line}\n{user_line}\nUser messages: {users}"
 
 
 def _trailing_tool_results(request: ModelRequest) -> list[ToolMessage]:

@@ -97,7 +97,12 @@ SETTINGS: Mapping[str, Mapping[str, Check]] = {
         "think": _think,
         "keep_alive": _keep_alive,
     },
-    "builtin": {"delay": _non_negative_number, "reasoning": _bool, "fail_after": _non_negative_int},
+    "builtin": {
+        "delay": _non_negative_number,
+        "reasoning": _bool,
+        "fail_after": _non_negative_int,
+        "history": _bool,
+    },
 }
 """Per provider kind (and ``builtin``): each setting it accepts and the check its value must pass."""
 

@@ -37,6 +37,11 @@ def test_the_reply_states_the_system_prompt_and_the_last_user_message() -> None:
     assert reply == "System prompt: You are terse.\nLast user message: second question"
 
 
+def test_the_history_setting_lists_every_user_message() -> None:
+    reply = echo_reply(ModelRequest("echo", HISTORY, settings={"history": True}))
+    assert reply.endswith("\nLast user message: second question\nUser messages: first | second question")
+
+
 def test_the_reply_says_when_there_is_no_system_prompt() -> None:
     assert echo_reply(ModelRequest("echo", HISTORY[1:])).startswith("System prompt: (none)\n")
 

@@ -112,7 +112,7 @@ def test_the_built_in_models_settings_are_checked_like_every_other_kind() -> Non
         "agents.a.model_settings.reasoning: must be true or false",
         "agents.a.model_settings.fail_after: must be an integer, 0 or more",
         "agents.a.model_settings.temperature: not a setting of the built-in model"
-        " (known: delay, fail_after, reasoning)",
+        " (known: delay, fail_after, history, reasoning)",
     ]
 
 

@@ -2,10 +2,14 @@
 // (vite.config.js points `ai` and `@ai-sdk/react` at that major's packages).
 //
 // Query string: base (chatgate's base URL; default this page's origin), agent (default "default"),
-// answer (what the frontend tool answers; default "red").
+// answer (what the frontend tool answers; default "red"), key (an API key sent as
+// `Authorization: Bearer`; kept in memory only and dropped from the address bar at once),
+// thread (a server-held thread id: the page loads GET .../threads/{id}/messages into useChat, each
+// request sends only the newest message, as docs/conversations.md describes, and useChat's
+// `resume: true` picks up an answer still streaming, GET .../chat/{id}/stream, as docs/resume.md describes).
 // Everything a test reads or clicks carries a data-testid (tests/e2e/test_usechat_browser.py).
 
-import React, { useState } from "react";
+import React, { useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { useChat } from "@ai-sdk/react";
 import * as ai from "ai";
@@ -14,6 +18,15 @@ const params = new URLSearchParams(location.search);
 const base = params.get("base") || location.origin;
 const agent = params.get("agent") || "default";
 const answer = params.get("answer") || "red";
+const thread = params.get("thread");
+const key = params.get("key");
+if (key !== null) {
+  params.delete("key");
+  const query = params.toString();
+  history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}${location.hash}`);
+}
+const headers = key ? { Authorization: `Bearer ${key}` } : {};
+const agentUrl = `${base}/agents/${encodeURIComponent(agent)}`;
 const FRONTEND_TOOL = "pick_color";
 
 function resendWhen(options) {
@@ -23,7 +36,23 @@ function resendWhen(options) {
   return approvals ? approvals(options) : false;
 }
 
-const transport = new ai.DefaultChatTransport({ api: `${base}/agents/${encodeURIComponent(agent)}/chat` });
+// A stored thread: the server holds the history, so a request carries only the newest message.
+const newestOnly = ({ id, messages, trigger, messageId }) => ({
+  body: { id, message: messages.at(-1), trigger, messageId },
+});
+
+const transport = new ai.DefaultChatTransport({
+  api: `${agentUrl}/chat`,
+  headers,
+  ...(thread ? { prepareSendMessagesRequest: newestOnly } : {}),
+});
+
+async function loadThread() {
+  const response = await fetch(`${agentUrl}/threads/${encodeURIComponent(thread)}/messages`, { headers });
+  if (response.status === 404) return []; // a new thread: the first turn creates it
+  if (!response.ok) throw new Error(`loading the thread failed: ${response.status} ${await response.text()}`);
+  return (await response.json()).messages;
+}
 
 function toolName(part) {
   return part.type === "dynamic-tool" ? part.toolName : part.type.slice("tool-".length);
@@ -71,8 +100,13 @@ function Part({ part, chat }) {
   );
 }
 
-function App() {
-  const chat = useChat({ transport, sendAutomaticallyWhen: resendWhen });
+function App({ initialMessages }) {
+  const chat = useChat({
+    ...(thread ? { id: thread, resume: true } : {}),
+    messages: initialMessages,
+    transport,
+    sendAutomaticallyWhen: resendWhen,
+  });
   const [input, setInput] = useState("");
   const busy = chat.status === "submitted" || chat.status === "streaming";
   const send = (event) => {
@@ -82,13 +116,10 @@ function App() {
     setInput("");
   };
   return (
-    <main>
-      <h1>
-        useChat on ai <span data-testid="ai-major">{__AI_MAJOR__}</span>
-      </h1>
+    <>
       <ol data-testid="messages">
         {chat.messages.map((message) => (
-          <li key={message.id} data-testid="message" data-role={message.role}>
+          <li key={message.id} data-testid="message" data-role={message.role} data-id={message.id}>
             <b>{message.role}</b>
             {message.parts.map((part, index) => (
               <Part key={index} part={part} chat={chat} />
@@ -114,8 +145,27 @@ function App() {
           Stop
         </button>
       </form>
+    </>
+  );
+}
+
+function Root() {
+  const [loaded, setLoaded] = useState(thread ? null : []);
+  const [loadError, setLoadError] = useState(null);
+  useEffect(() => {
+    if (thread) loadThread().then(setLoaded, (error) => setLoadError(String(error?.message ?? error)));
+  }, []);
+  return (
+    <main>
+      <h1>
+        useChat on ai <span data-testid="ai-major">{__AI_MAJOR__}</span>
+        {thread && <small> thread <span data-testid="thread">{thread}</span></small>}
+      </h1>
+      {loadError && <p data-testid="error" role="alert">{loadError}</p>}
+      {loaded === null && !loadError && <p data-testid="loading">Loading the thread…</p>}
+      {loaded !== null && <App initialMessages={loaded} />}
     </main>
   );
 }
 
-createRoot(document.getElementById("root")).render(<App />);
+createRoot(document.getElementById("root")).render(<Root />);
