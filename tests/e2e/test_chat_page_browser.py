@@ -343,6 +343,31 @@ async def test_a_reload_during_an_answer_resumes_it_live(page: Page, serve: Serv
     await expect(page.get_by_test_id("thread-system")).to_have_text("Now: the agent's own prompt.")
 
 
+async def test_a_run_the_page_cannot_resume_is_waited_for(page: Page, serve: Serve, tmp_path: Path) -> None:
+    """A run started through AG-UI has no useChat stream to replay (a 204): the page waits and reloads."""
+    base_url = serve(kept(tmp_path, delay=0.15))
+    body = {
+        "threadId": "agui-thread",
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": SLOW_QUESTION}],
+    }
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("POST", f"{base_url}/agents/kept/ag-ui", json=body) as run,
+    ):
+        lines = run.aiter_lines()
+        async for line in lines:
+            if "TEXT_MESSAGE_CONTENT" in line:
+                break
+        await open_page(page, base_url, "#agent=kept&thread=agui-thread")
+        await expect(page.get_by_test_id("running")).to_be_visible()
+        async for _ in lines:
+            pass
+    await expect(assistants(page)).to_contain_text(f"Last user message: {SLOW_QUESTION}")
+    await expect(page.get_by_test_id("running")).to_be_hidden()
+    await expect(assistants(page)).to_have_count(1)
+
+
 @pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
 async def test_no_serious_accessibility_violations(
     browser: Browser, serve: Serve, tmp_path: Path, width: int, height: int
