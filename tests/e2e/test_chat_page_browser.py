@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
@@ -305,16 +306,66 @@ async def test_a_server_held_thread_is_listed_reloaded_swapped_and_reset(
     await expect(page.get_by_test_id("error")).to_be_hidden()
 
 
-async def test_a_reload_during_an_answer_shows_it_when_it_ends(page: Page, serve: Serve, tmp_path: Path) -> None:
-    await open_page(page, serve(kept(tmp_path, delay=0.25)))
-    await send(page, "a slow one")
-    await expect(assistants(page)).to_contain_text("System")
-    await page.reload()  # the run goes on without us (finish_on_disconnect)
-    await expect(page.locator("[data-testid=message][data-role=user]")).to_contain_text("a slow one")
-    await expect(assistants(page)).to_contain_text("Last user message: a slow one", timeout=10_000)
+SLOW_QUESTION = "please answer this one slowly, word by word, so that a reload lands in the middle"
+
+
+async def answer_length(page: Page) -> int:
+    """How many characters of the (first) assistant message the page shows now."""
+    if await assistants(page).count() == 0:
+        return 0
+    return len(await assistants(page).first.inner_text())
+
+
+async def test_a_reload_during_an_answer_resumes_it_live(page: Page, serve: Serve, tmp_path: Path) -> None:
+    await open_page(page, serve(kept(tmp_path, delay=0.2)))
+    await send(page, SLOW_QUESTION)  # an unbroken run first, to compare with
+    await expect(assistants(page)).to_contain_text(f"Last user message: {SLOW_QUESTION}", timeout=15_000)
+    await wait_status(page, "ready")
+    unbroken = await assistants(page).first.inner_text()
+    await page.get_by_role("button", name="New chat").click()
+
+    await send(page, SLOW_QUESTION)
+    await expect(assistants(page)).to_contain_text("System prompt")
+    await page.reload()  # the run goes on on the server; the page resumes its stream
+    await expect(page.locator("[data-testid=message][data-role=user]")).to_contain_text(SLOW_QUESTION)
+    await wait_status(page, "streaming")
+    seen = [await answer_length(page)]
+    while await page.get_by_test_id("status").text_content() == "streaming":
+        seen.append(await answer_length(page))
+        await page.wait_for_timeout(100)
+    await wait_status(page, "ready")
+    growing = sorted(set(length for length in seen if length))
+    assert len(growing) >= 3, f"the answer did not stream in after the reload: {seen}"
+    assert growing[0] < len(unbroken), "the answer was complete before it streamed in"
     await expect(assistants(page)).to_have_count(1)
+    assert await assistants(page).first.inner_text() == unbroken
     await expect(page.get_by_test_id("running")).to_be_hidden()
     await expect(page.get_by_test_id("thread-system")).to_have_text("Now: the agent's own prompt.")
+
+
+async def test_a_run_the_page_cannot_resume_is_waited_for(page: Page, serve: Serve, tmp_path: Path) -> None:
+    """A run started through AG-UI has no useChat stream to replay (a 204): the page waits and reloads."""
+    base_url = serve(kept(tmp_path, delay=0.15))
+    body = {
+        "threadId": "agui-thread",
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": SLOW_QUESTION}],
+    }
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("POST", f"{base_url}/agents/kept/ag-ui", json=body) as run,
+    ):
+        lines = run.aiter_lines()
+        async for line in lines:
+            if "TEXT_MESSAGE_CONTENT" in line:
+                break
+        await open_page(page, base_url, "#agent=kept&thread=agui-thread")
+        await expect(page.get_by_test_id("running")).to_be_visible()
+        async for _ in lines:
+            pass
+    await expect(assistants(page)).to_contain_text(f"Last user message: {SLOW_QUESTION}", timeout=15_000)
+    await expect(page.get_by_test_id("running")).to_be_hidden()
+    await expect(assistants(page)).to_have_count(1)
 
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
@@ -436,16 +487,34 @@ async def test_with_keys_the_page_asks_for_one_and_keeps_it_in_session_storage_o
     await wait_status(page, "ready")
 
 
-async def test_stop_on_a_server_held_conversation_shows_the_saved_answer(
+async def test_stop_on_a_server_held_conversation_ends_the_run_on_the_server(
     page: Page, serve: Serve, tmp_path: Path
 ) -> None:
-    await open_page(page, serve(kept(tmp_path, delay=0.2)))
-    await send(page, "stop me")
-    await expect(assistants(page)).to_contain_text("System")
+    base_url = serve(kept(tmp_path, delay=0.2))
+    await open_page(page, base_url)
+    await send(page, SLOW_QUESTION)
+    await expect(assistants(page)).to_contain_text("Last user")
     await page.get_by_role("button", name="Stop").click()
-    # The server finishes and saves the answer (finish_on_disconnect); the page shows it when it ends.
-    await expect(assistants(page)).to_contain_text("Last user message: stop me", timeout=10_000)
-    await expect(page.get_by_test_id("running")).to_be_hidden()
+    await wait_status(page, "ready")
+    shown = await assistants(page).first.inner_text()
+    await page.wait_for_timeout(800)  # four more words' time: the text stops growing
+    assert await assistants(page).first.inner_text() == shown
+    assert SLOW_QUESTION not in shown
+
+    thread_id = re.search(r"thread=([^&]+)", page.url)
+    assert thread_id is not None
+    thread_url = f"{base_url}/agents/kept/threads/{thread_id.group(1)}"
+    async with httpx.AsyncClient() as client:
+        assert (await client.get(thread_url)).json()["running"] is False
+        saved = (await client.get(f"{thread_url}/messages")).json()["messages"][-1]
+    assert saved["role"] == "assistant"
+    assert saved["metadata"]["chatgate"]["status"] == "partial"
+    assert SLOW_QUESTION not in "".join(part.get("text", "") for part in saved["parts"])
+
+    await page.reload()  # the saved partial answer is what the page showed, now marked partial
+    await expect(assistants(page)).to_contain_text("(partial)")
+    await expect(assistants(page)).to_have_count(1)
+    assert (await assistants(page).first.inner_text()).replace("\n\n(partial)", "") == shown
     await send(page, "and the thread takes the next turn")
     await expect(assistants(page).nth(1)).to_contain_text("Last user message: and the thread takes the next turn")
     await wait_status(page, "ready")

@@ -225,7 +225,8 @@ async function openThread(id, { resume }) {
   }
   startChat({ id, messages: (await response.json()).messages });
   await refreshThreads();
-  if (resume) await page.chat.resumeStream(); // the running answer's stream, or a 204
+  // A running answer streams in live from where it began (the server replays its run), or a 204.
+  if (resume) await page.chat.resumeStream();
   await describeThread(id);
 }
 
@@ -235,7 +236,10 @@ const SYSTEM_KINDS = {
   text: () => "free text",
 };
 
-/** Show which system message the thread uses; while its answer runs elsewhere, wait for it and reload. */
+/**
+ * Show which system message the thread uses. A run the page could not resume (a 204 while the thread
+ * still runs: started through AG-UI, or too long to replay) is waited for, and the thread reloaded.
+ */
 async function describeThread(id) {
   const response = await api(threadPath(id));
   if (!response.ok || page.chat?.id !== id) return;
@@ -512,9 +516,18 @@ function wire() {
     }
   });
   $("stop").addEventListener("click", async () => {
-    await page.chat?.stop();
-    // A server-held answer goes on without us (finish_on_disconnect): show it when it is saved.
-    if (page.serverThreads && page.chat) setTimeout(() => describeThread(page.chat.id), 300);
+    const chat = page.chat;
+    if (!chat) return;
+    if (!page.serverThreads) {
+      await chat.stop(); // the stream is the model call: aborting it ends the call
+      return;
+    }
+    // A server-held run outlives our connection: stop it on the server, so it ends (and is saved) where
+    // it is and our stream gets its normal ending; then abort, in case the stop came too early.
+    const response = await api(threadPath(chat.id, "/stop"), { method: "POST" }).catch(() => null);
+    const stopped = response?.ok ? (await response.json()).stopped : false;
+    await chat.stop();
+    if (!stopped && page.chat === chat) await describeThread(chat.id);
   });
   $("regenerate").addEventListener("click", () => {
     showPageError(null);
