@@ -20,11 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import check_agent, hold_stream_slot
-from chatgate.agents import Agent, AgentRegistry
+from chatgate.access import hold_stream_slot, resolve_agent
+from chatgate.agents import AgentRegistry
 from chatgate.caller import caller_of
 from chatgate.config import ServerSettings
-from chatgate.errors import RequestError
 from chatgate.metrics import Metrics
 from chatgate.observe import label_request
 from chatgate.protocol import UIProtocol
@@ -32,6 +31,7 @@ from chatgate.run_follow import replay_run, run_log_id
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.sse import EventStreamResponse
 from chatgate.store import ThreadStore
+from chatgate.thread_routes import caller_thread, thread_context
 
 __all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
 
@@ -54,7 +54,7 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         started = time.perf_counter()
         label_request(request.scope, protocol.name)
         registry: AgentRegistry = request.app.state.agents
-        agent = _agent(registry, request.path_params.get("agent"), request)
+        agent = resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
         label_request(request.scope, protocol.name, agent.name)
         store: ThreadStore | None = request.app.state.store
         if agent.config.conversations != "server" or store is None:
@@ -84,17 +84,8 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
 
     async def stop(request: Request) -> Response:
         """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
-        registry: AgentRegistry = request.app.state.agents
-        agent = _agent(registry, request.path_params["agent"], request)
-        if agent.config.conversations != "server":
-            raise RequestError(404, "no_threads", f"agent {agent.name!r} keeps no conversations")
-        store: ThreadStore | None = request.app.state.store
-        if store is None:
-            raise RequestError(503, "store_unavailable", "no store is open; restart the server after enabling one")
-        thread_id = request.path_params["thread_id"]
-        thread = await store.get_thread(caller_of(request).owner, agent.name, thread_id)
-        if thread is None:
-            raise RequestError(404, "unknown_thread", f"no thread {thread_id!r} here")
+        agent, store, caller = thread_context(request)
+        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
         run_log: RunLog = request.app.state.run_log
         stopped = False
         if thread.active_run is not None:
@@ -103,14 +94,3 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         return JSONResponse({"stopped": stopped})
 
     return [Route("/agents/{agent}/threads/{thread_id}/stop", stop, methods=["POST"])]
-
-
-def _agent(registry: AgentRegistry, name: str | None, request: Request) -> Agent:
-    caller = caller_of(request)
-    agent = registry.default if name is None else registry.get(name)
-    if agent is None:
-        if name is None:
-            raise RequestError(404, "no_default_agent", "no default agent is configured: set default = true on one")
-        raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
-    check_agent(caller, agent.name)
-    return agent

@@ -22,10 +22,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from chatgate.access import access_middleware, check_agent, check_request_limits, hold_stream_slot
-from chatgate.agents import Agent, AgentRegistry
+from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, resolve_agent
+from chatgate.agents import AgentRegistry
 from chatgate.approval_setup import app_approvals
-from chatgate.caller import Caller, caller_of
+from chatgate.caller import caller_of
 from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError
@@ -193,7 +193,8 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         started = time.perf_counter()
         label_request(request.scope, protocol.name)
         registry: AgentRegistry = request.app.state.agents  # read once: a reload may swap it meanwhile
-        agent = _resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
+        caller = caller_of(request)
+        agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
         _check_content_type(request)
         settings = registry.config.server
@@ -206,7 +207,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
             turn = await open_thread_turn(
                 request.app.state.store,
                 agent,
-                caller_of(request),
+                caller,
                 run_input,
                 protocol=protocol,
                 run_log=request.app.state.run_log,
@@ -231,22 +232,6 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         return await hold_stream_slot(request, response)  # type: ignore[return-value]
 
     return chat
-
-
-def _resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> Agent:
-    if name is None:
-        agent = registry.default
-        if agent is None:
-            raise RequestError(
-                404, "no_default_agent", "no default agent is configured: set default = true on one agent"
-            )
-        check_agent(caller, agent.name)
-        return agent
-    agent = registry.get(name)
-    if agent is None:
-        raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
-    check_agent(caller, name)
-    return agent
 
 
 def _check_content_type(request: Request) -> None:

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import check_agent
+from chatgate.access import resolve_agent
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.caller import Caller, caller_of
 from chatgate.config import AgentConfig
@@ -34,7 +34,7 @@ from chatgate.history import Message
 from chatgate.protocol import UIProtocol
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 
-__all__ = ["SystemMessageBody", "thread_routes", "ui_messages_of"]
+__all__ = ["SystemMessageBody", "caller_thread", "thread_context", "thread_routes", "ui_messages_of"]
 
 _BASE = "/agents/{agent}/threads"
 
@@ -57,20 +57,20 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     render = ui_messages_of(protocols)
 
     async def list_threads(request: Request) -> Response:
-        agent, store, caller = _context(request)
+        agent, store, caller = thread_context(request)
         threads = await store.list_threads(caller.owner, agent.name)
         return JSONResponse(
             {"threads": [{"id": t.id, "title": t.title, "updated_at": _iso(t.updated_at)} for t in threads]}
         )
 
     async def get_thread(request: Request) -> Response:
-        agent, store, caller = _context(request)
-        thread = await _thread(store, agent, caller, request.path_params["thread_id"])
+        agent, store, caller = thread_context(request)
+        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
         return JSONResponse(await _describe(store, thread))
 
     async def get_messages(request: Request) -> Response:
-        agent, store, caller = _context(request)
-        thread = await _thread(store, agent, caller, request.path_params["thread_id"])
+        agent, store, caller = thread_context(request)
+        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
         if render is None:
             raise RequestError(404, "not_found", "the vercel-ai protocol is not installed")
         stored = await store.messages(thread)
@@ -78,13 +78,13 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         return JSONResponse({"messages": render(history, agent.config)})
 
     async def delete_thread(request: Request) -> Response:
-        agent, store, caller = _context(request)
+        agent, store, caller = thread_context(request)
         if not await store.delete(caller.owner, agent.name, request.path_params["thread_id"]):
             raise _unknown_thread(request.path_params["thread_id"])
         return Response(status_code=204)
 
     async def put_system_message(request: Request) -> Response:
-        agent, store, caller = _context(request)
+        agent, store, caller = thread_context(request)
         body = await _body(request)
         if "prompt" not in body.model_fields_set and "system_message" not in body.model_fields_set:
             raise RequestError(422, "invalid_request", "give prompt or system_message")
@@ -95,10 +95,10 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         return JSONResponse(await _describe(store, thread))
 
     async def reset_thread(request: Request) -> Response:
-        agent, store, caller = _context(request)
+        agent, store, caller = thread_context(request)
         body = await _body(request)
         thread_id = request.path_params["thread_id"]
-        await _thread(store, agent, caller, thread_id)
+        await caller_thread(store, agent, caller, thread_id)
         replace_with = body.model_fields_set & {"prompt", "system_message"}
         system = _system_state(agent, caller, body) if replace_with else None
         thread = await store.reset(
@@ -117,14 +117,12 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     ]
 
 
-def _context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
+def thread_context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
+    """The agent of a ``/agents/{agent}/threads`` route, the store and the caller; refusals as 4xx/503."""
     registry: AgentRegistry = request.app.state.agents
     caller = caller_of(request)
     name = request.path_params["agent"]
-    agent = registry.get(name)
-    if agent is None:
-        raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
-    check_agent(caller, name)
+    agent = resolve_agent(registry, name, caller)
     if agent.config.conversations != "server":
         raise RequestError(404, "no_threads", f"agent {name!r} keeps no conversations (conversations = 'client')")
     store: ThreadStore | None = request.app.state.store
@@ -133,7 +131,8 @@ def _context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
     return agent, store, caller
 
 
-async def _thread(store: ThreadStore, agent: Agent, caller: Caller, thread_id: str) -> ThreadInfo:
+async def caller_thread(store: ThreadStore, agent: Agent, caller: Caller, thread_id: str) -> ThreadInfo:
+    """The caller's thread ``thread_id`` of ``agent``; 404 when it has none (another key's is none of its)."""
     thread = await store.get_thread(caller.owner, agent.name, thread_id)
     if thread is None:
         raise _unknown_thread(thread_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.middleware import Middleware
 
 from chatgate.access.cors import cors_middleware
-from chatgate.access.gate import OPEN_PATHS, AccessMiddleware, check_agent, hold_stream_slot
+from chatgate.access.gate import OPEN_PATHS, AccessMiddleware, check_agent, hold_stream_slot, resolve_agent
 from chatgate.access.keys import USER_HEADER, KeyRing
 from chatgate.access.request_limits import check_request_limits
 from chatgate.config import Config
@@ -25,6 +25,7 @@ __all__ = [
     "check_agent",
     "check_request_limits",
     "hold_stream_slot",
+    "resolve_agent",
 ]
 
 

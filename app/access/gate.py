@@ -9,7 +9,7 @@ frames pass it untouched. The chat endpoint then calls ``check_agent`` and, just
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.datastructures import Headers
@@ -24,7 +24,10 @@ from chatgate.chat_page import PAGE_PATHS
 from chatgate.config import Config
 from chatgate.errors import RequestError
 
-__all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot"]
+if TYPE_CHECKING:
+    from chatgate.agents import Agent, AgentRegistry
+
+__all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent"]
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", *PAGE_PATHS})
 """Probes a load balancer calls without a key, and the chat page's files (the page asks for a key)."""
@@ -103,6 +106,22 @@ def check_agent(caller: Caller, agent: str) -> None:
     """403 unless ``caller``'s key may use ``agent``."""
     if not caller.may_use(agent):
         raise RequestError(403, "agent_not_allowed", f"this API key may not use agent {agent!r}")
+
+
+def resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> Agent:
+    """The agent a route names (``None``: the default agent), if it exists and ``caller`` may use it."""
+    if name is None:
+        agent = registry.default
+        if agent is None:
+            raise RequestError(
+                404, "no_default_agent", "no default agent is configured: set default = true on one agent"
+            )
+    else:
+        agent = registry.get(name)
+        if agent is None:
+            raise RequestError(404, "unknown_agent", f"no agent named {name!r}; GET /agents lists them")
+    check_agent(caller, agent.name)
+    return agent
 
 
 async def hold_stream_slot(request: Request, response: ASGIApp) -> ASGIApp:
