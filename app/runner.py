@@ -50,7 +50,15 @@ from chatgate.prompts import PromptRenderError, RequestFacts
 from chatgate.providers import ModelRequest
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 
-__all__ = ["ALREADY_ANSWERING", "APPROVALS_UNAVAILABLE", "NOT_RUN", "SHUTTING_DOWN", "build_model_request", "run_agent"]
+__all__ = [
+    "ALREADY_ANSWERING",
+    "APPROVALS_UNAVAILABLE",
+    "NOT_RUN",
+    "SHUTTING_DOWN",
+    "build_model_request",
+    "run_agent",
+    "tool_message",
+]
 
 logger = logging.getLogger("chatgate.runner")
 
@@ -230,7 +238,7 @@ async def _run(
                 yield ToolApprovalRequested(call.tool_call_id, call.name, token)
             else:
                 result = await _call(agent, call)
-                history.append(_as_message(result))
+                history.append(tool_message(result))
                 yield result
         if paused:
             yield RunFinished("tool_calls")
@@ -268,7 +276,7 @@ async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list
         else:
             event = await _answer(agent, call, approval)
         if event is not None:
-            history.insert(insert_at, _as_message(event))
+            history.insert(insert_at, tool_message(event))
             yield event
         insert_at += 1
 
@@ -322,8 +330,9 @@ async def _call(agent: Agent, call: ToolCallPart) -> ToolResult:
     return ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
 
 
-def _as_message(event: ToolResult | ToolDenied) -> ToolMessage:
+def tool_message(event: ToolResult | ToolDenied, *, message_id: str = "") -> ToolMessage:
+    """The history message a tool's outcome becomes: its result, or the user's denial with its reason."""
     if isinstance(event, ToolDenied):
         reason = f" Reason: {event.reason}" if event.reason else ""
-        return ToolMessage(event.tool_call_id, f"The user denied this tool call.{reason}", is_error=True)
-    return ToolMessage(event.tool_call_id, event.content, is_error=event.is_error)
+        return ToolMessage(event.tool_call_id, f"The user denied this tool call.{reason}", True, id=message_id)
+    return ToolMessage(event.tool_call_id, event.content, event.is_error, id=message_id)

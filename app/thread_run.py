@@ -36,10 +36,11 @@ from chatgate.events import (
     ToolDenied,
     ToolResult,
 )
-from chatgate.history import AssistantMessage, Message, ToolMessage
+from chatgate.history import AssistantMessage, Message
 from chatgate.ids import new_id
 from chatgate.run_follow import follow_run
 from chatgate.runlog import RunEnding, RunWriter
+from chatgate.runner import tool_message
 from chatgate.store import MessageStatus, ThreadInfo, ThreadStore
 
 __all__ = ["CHECKPOINT_SECONDS", "ThreadRun", "TurnRecorder", "close_thread_runs"]
@@ -81,7 +82,7 @@ class TurnRecorder:
             self._close_step()
         elif isinstance(event, ToolResult | ToolDenied):
             self._close_step()
-            self._done.append(_tool_message(event))
+            self._done.append(tool_message(event, message_id=new_id("msg")))
         elif step is not None:
             if isinstance(event, TextStart) and self._step_id is None:
                 self._step_id = event.id
@@ -109,13 +110,6 @@ class TurnRecorder:
             self._done.append(current)
         self._step = None
         self._step_id = None
-
-
-def _tool_message(event: ToolResult | ToolDenied) -> ToolMessage:
-    if isinstance(event, ToolDenied):
-        reason = f" Reason: {event.reason}" if event.reason else ""
-        return ToolMessage(event.tool_call_id, f"The user denied this tool call.{reason}", True, id=new_id("msg"))
-    return ToolMessage(event.tool_call_id, event.content, event.is_error, id=new_id("msg"))
 
 
 class ThreadRun:
