@@ -1,25 +1,28 @@
 """``EventStreamResponse``: the one place a stream meets the socket.
 
-Three tasks race inside one task group, and whichever finishes first ends the others:
+The request's own task runs the body loop: it sends each pre-framed SSE chunk as it comes (one ASGI
+send per chunk, nothing else on the hot path but a count). One helper task per stream waits on
+``receive`` and does two jobs:
 
-- the body loop sends each pre-framed SSE chunk as it comes (one ASGI send per chunk, nothing else
-  on the hot path but a flag and a count);
-- a disconnect watcher: when the client goes away it cancels the group, the body loop stops, and
-  ``aclosing`` closes the event generator chain at once, which closes the upstream request;
-- a keepalive: after ``keepalive`` seconds with nothing sent it writes a ``: ping`` comment, which
-  both UI clients ignore and which keeps proxies from timing the connection out.
+- when the client goes away it cancels the body loop, and ``aclosing`` closes the event generator
+  chain at once, which closes the upstream request;
+- when ``keepalive`` seconds pass with nothing sent it writes a ``: ping`` comment, which both UI
+  clients ignore and which keeps proxies from timing the connection out.
+
+Plain asyncio rather than a task group with a task per job: opening thousands of streams at once
+spent a tenth of the server's CPU spawning those tasks (docs/performance.md).
 
 Frames are LF-only (``data: ...\\n\\n``), as AG-UI 1.0 clients require; the adapters build them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 
-import anyio
 from starlette.types import Receive, Scope, Send
 
 from chatgate.metrics import StreamMeter
@@ -55,6 +58,8 @@ class EventStreamResponse:
         self._meter = meter
         self._events = 0
         self._first_event_at: float | None = None
+        self._client_gone = False
+        self._body_done = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Stream the frames until they end or the client disconnects."""
@@ -65,15 +70,17 @@ class EventStreamResponse:
         meter = self._meter
         if meter is not None:
             meter.opened()
+        body = asyncio.current_task()
+        assert body is not None
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, body))
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
-                group.start_soon(self._send_keepalives, send)
-                try:
-                    await self._send_body(send)
-                finally:
-                    group.cancel_scope.cancel()
+            await self._send_body(send)
+        except asyncio.CancelledError:
+            if not self._client_gone or body.uncancel() > 0:
+                raise  # cancelled from outside, not (only) by the watcher
         finally:
+            self._body_done = True
+            watcher.cancel()
             if meter is not None:
                 meter.closed(self._events, self._first_event_at)
 
@@ -95,17 +102,19 @@ class EventStreamResponse:
             self._events = count
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _send_keepalives(self, send: Send) -> None:
+    async def _watch(self, receive: Receive, send: Send, body: asyncio.Task[None]) -> None:
+        """Cancel ``body`` when the client disconnects; send a ping after ``keepalive`` idle seconds."""
         while True:
-            await anyio.sleep(self._keepalive)
-            if not self._sent:
-                await send({"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True})
-            self._sent = False
-
-    @staticmethod
-    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-        while True:
-            message = await receive()
+            try:
+                async with asyncio.timeout(self._keepalive):
+                    message = await receive()
+            except TimeoutError:
+                if not self._sent:
+                    await send({"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True})
+                self._sent = False
+                continue
             if message["type"] == "http.disconnect":
-                scope.cancel()
+                if not self._body_done:
+                    self._client_gone = True
+                    body.cancel()
                 return
