@@ -2,6 +2,7 @@
 per busy core, time to first token, peak memory. Run through ``bench/run``, which installs the peers.
 
     .venv/bin/python bench/compare.py [--quick] [--rounds 5] [--json PATH] [--only builtin relay-burst ...]
+        [--skip-peers] [--variants thread keys ...]
 
 Three scenarios, each a set of servers and of *variants* (one measured thing: a server, a route, a
 request body, the bytes that mark one token, its floor):
@@ -12,11 +13,16 @@ request body, the bytes that mark one token, its floor):
   or one every ``PACED_MS``; chatgate, pydantic-ai's OpenAIChatModel and the AI SDK's
   openai-compatible provider relay it; the floor forwards the upstream's bytes (bare ASGI + httpx).
 
+chatgate is measured in every scenario in each setup of ``setups.py``, both protocols: stateless, with
+keys and limits, on a server-held thread (SQLite; PostgreSQL), and with all of it and Redis; each
+against the scenario's floor. PostgreSQL and Redis are real servers this benchmark starts (only for a
+scenario that needs them) and stops; their own CPU is not counted, only chatgate's.
+
 Every reply is 200 tokens; CPU is the server process's own (all its threads), read from /proc before
 and after a batch; the load comes from ``--clients`` processes (bench/load.py, raw sockets, one
 connection per request) with ``--concurrency`` requests in flight in all. Batches of all variants
-alternate over the rounds; medians are reported. Adding a variant (say chatgate with a server-held
-thread) is one ``Server`` entry and one ``Variant`` entry in ``scenarios()``.
+alternate over the rounds; medians are reported. A new chatgate setup is one entry in ``setups.SETUPS``;
+another peer is one ``servers`` entry and one ``Variant`` in ``scenarios()``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from floor_app import save_capture
 from harness import BENCH_DIR, ServerProcess, cpu_seconds
 from relay_cpu import chatgate_config
 from scale import peak_rss_mib
+from setups import SETUPS, STATELESS, Services, Setup, ag_ui_body, setup_config, use_chat_body
 from stream_cpu import CONFIG as BUILTIN_CONFIG
 from stream_cpu import capture, user_text
 
@@ -52,18 +59,8 @@ PEERS_PYTHON = BENCH_DIR / ".venv-peers" / "bin" / "python"
 NODE_SERVER = BENCH_DIR / "node" / "server.mjs"
 AG_UI_MARKER = "TEXT_MESSAGE_CONTENT"
 UI_STREAM_MARKER = '"text-delta"'
-
-
-def ag_ui_body(text: str) -> bytes:
-    """A complete AG-UI RunAgentInput (pydantic-ai's adapter requires every field)."""
-    message = {"id": "u1", "role": "user", "content": text}
-    run = {"threadId": "t1", "runId": "r1", "state": {}, "messages": [message], "tools": [], "context": []}
-    return json.dumps({**run, "forwardedProps": {}}).encode()
-
-
-def use_chat_body(text: str) -> bytes:
-    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
-    return json.dumps({"id": "chat1", "messages": [message], "trigger": "submit-message"}).encode()
+NAME_WIDTH = 38
+PEER_SERVERS = frozenset({"pydantic-ai", "ai-sdk"})
 
 
 @dataclass
@@ -77,30 +74,35 @@ class Variant:
     marker: str
     floor: str | None = None
     peers: tuple[str, ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
     cpu_us_per_token: list[float] = field(default_factory=list)
     requests_per_core_second: list[float] = field(default_factory=list)
     first_token_s: list[float] = field(default_factory=list)
 
 
 @dataclass
+class Env:
+    """What starting a server may need: the scenario's upstream URL ("" without one) and its services."""
+
+    upstream: str
+    services: Services
+
+
+@dataclass
 class Scenario:
     name: str
     upstream_pace_ms: float | None  # None: no upstream
-    servers: dict[str, Callable[[str], ServerProcess]]  # name -> start(upstream_url)
+    servers: dict[str, Callable[[Env], ServerProcess]]
     variants: list[Variant]
 
 
 def scenarios(tmp: Path) -> list[Scenario]:
-    """The servers and variants measured. A new variant is one entry here."""
+    """The servers and variants measured. A new chatgate setup is one entry in setups.SETUPS."""
     text = user_text()  # builtin:echo answers it with exactly TOKENS words
     ag_ui, use_chat = ag_ui_body(text), use_chat_body(text)
     builtin_config = tmp / "builtin.toml"
     builtin_config.write_text(BUILTIN_CONFIG)
     captures = capture_floors(builtin_config, ag_ui, use_chat, tmp)
-
-    def relay_chatgate(upstream: str) -> ServerProcess:
-        (tmp / "relay.toml").write_text(chatgate_config(upstream))
-        return ServerProcess("chatgate", str(tmp / "relay.toml"))
 
     def pydantic_ai(source: str) -> ServerProcess:
         return ServerProcess(
@@ -115,31 +117,21 @@ def scenarios(tmp: Path) -> list[Scenario]:
         Variant("pydantic-ai VercelAIAdapter", "pydantic-ai", "/api/chat", use_chat, UI_STREAM_MARKER),
         Variant("AI SDK Node server", "ai-sdk", "/api/chat", use_chat, UI_STREAM_MARKER),
     ]
-    ag_ui_peers = ("pydantic-ai AGUIAdapter", "AI SDK Node server")
-    use_chat_peers = ("pydantic-ai VercelAIAdapter", "AI SDK Node server")
+    builtin_floors = ("floor (AG-UI bytes)", "floor (useChat bytes)")
     builtin = Scenario(
         "builtin",
         None,
         {
-            "chatgate": lambda _: ServerProcess("chatgate", str(builtin_config)),
+            **chatgate_servers("builtin", lambda _: BUILTIN_CONFIG, tmp),
             "floor-ag-ui": lambda _: ServerProcess("floor", str(captures["ag-ui"])),
             "floor-use-chat": lambda _: ServerProcess("floor", str(captures["use-chat"])),
             "pydantic-ai": lambda _: pydantic_ai("function"),
             "ai-sdk": lambda _: ai_sdk("mock"),
         },
         [
-            Variant("floor (AG-UI bytes)", "floor-ag-ui", "/ag-ui", ag_ui, AG_UI_MARKER),
-            Variant("chatgate AG-UI", "chatgate", "/ag-ui", ag_ui, AG_UI_MARKER, "floor (AG-UI bytes)", ag_ui_peers),
-            Variant("floor (useChat bytes)", "floor-use-chat", "/api/chat", use_chat, UI_STREAM_MARKER),
-            Variant(
-                "chatgate useChat",
-                "chatgate",
-                "/api/chat",
-                use_chat,
-                UI_STREAM_MARKER,
-                "floor (useChat bytes)",
-                use_chat_peers,
-            ),
+            Variant(builtin_floors[0], "floor-ag-ui", "/ag-ui", ag_ui, AG_UI_MARKER),
+            Variant(builtin_floors[1], "floor-use-chat", "/api/chat", use_chat, UI_STREAM_MARKER),
+            *chatgate_variants(text, *builtin_floors),
             *peer_variants,
         ],
     )
@@ -150,25 +142,14 @@ def scenarios(tmp: Path) -> list[Scenario]:
                 name,
                 pace,
                 {
-                    "chatgate": relay_chatgate,
-                    "proxy": lambda upstream: ServerProcess("proxy", upstream + "/v1/chat/completions"),
-                    "pydantic-ai": pydantic_ai,
-                    "ai-sdk": ai_sdk,
+                    **chatgate_servers(name, lambda env: chatgate_config(env.upstream), tmp),
+                    "proxy": lambda env: ServerProcess("proxy", env.upstream + "/v1/chat/completions"),
+                    "pydantic-ai": lambda env: pydantic_ai(env.upstream),
+                    "ai-sdk": lambda env: ai_sdk(env.upstream),
                 },
                 [
                     Variant("floor (byte proxy)", "proxy", "/v1/chat/completions", ag_ui, '"content":"word'),
-                    Variant(
-                        "chatgate AG-UI", "chatgate", "/ag-ui", ag_ui, AG_UI_MARKER, "floor (byte proxy)", ag_ui_peers
-                    ),
-                    Variant(
-                        "chatgate useChat",
-                        "chatgate",
-                        "/api/chat",
-                        use_chat,
-                        UI_STREAM_MARKER,
-                        "floor (byte proxy)",
-                        use_chat_peers,
-                    ),
+                    *chatgate_variants(text, "floor (byte proxy)", "floor (byte proxy)"),
                     *[Variant(v.name, v.server, v.path, v.body, v.marker) for v in peer_variants],
                 ],
             )
@@ -176,12 +157,76 @@ def scenarios(tmp: Path) -> list[Scenario]:
     return [builtin, *relay]
 
 
+def chatgate_servers(
+    scenario: str, base_config: Callable[[Env], str], tmp: Path
+) -> dict[str, Callable[[Env], ServerProcess]]:
+    """One chatgate server per setup, its config built when it starts (from the scenario's base config)."""
+
+    def starter(setup: Setup) -> Callable[[Env], ServerProcess]:
+        def start(env: Env) -> ServerProcess:
+            config = tmp / f"{scenario}-{setup.server}.toml"
+            sqlite_file = tmp / f"{scenario}-{setup.server}.db"
+            config.write_text(setup_config(base_config(env), setup, env.services, sqlite_file))
+            return ServerProcess("chatgate", str(config))
+
+        return start
+
+    return {setup.server: starter(setup) for setup in SETUPS}
+
+
+def chatgate_variants(text: str, ag_ui_floor: str, use_chat_floor: str) -> list[Variant]:
+    """chatgate's variants, both protocols for every setup; only the stateless ones are compared with the peers."""
+    variants = []
+    for setup in SETUPS:
+        suffix = f", {setup.label}" if setup.label else ""
+        stateless = setup == STATELESS
+        variants += [
+            Variant(
+                f"chatgate AG-UI{suffix}",
+                setup.server,
+                "/ag-ui",
+                ag_ui_body(text, setup.thread),
+                AG_UI_MARKER,
+                ag_ui_floor,
+                ("pydantic-ai AGUIAdapter", "AI SDK Node server") if stateless else (),
+                setup.headers(),
+            ),
+            Variant(
+                f"chatgate useChat{suffix}",
+                setup.server,
+                "/api/chat",
+                use_chat_body(text, setup.thread),
+                UI_STREAM_MARKER,
+                use_chat_floor,
+                ("pydantic-ai VercelAIAdapter", "AI SDK Node server") if stateless else (),
+                setup.headers(),
+            ),
+        ]
+    return variants
+
+
+def select(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+    """The scenario with only the variants asked for (and the floors they need), and only their servers."""
+    wanted = [
+        v
+        for v in scenario.variants
+        if not (args.skip_peers and v.server in PEER_SERVERS)
+        and (not args.variants or any(p.lower() in v.name.lower() for p in args.variants))
+    ]
+    names = {v.name for v in wanted} | {v.floor for v in wanted if v.floor}
+    variants = [v for v in scenario.variants if v.name in names]
+    for v in variants:
+        v.peers = tuple(peer for peer in v.peers if peer in names)
+    servers = {name: start for name, start in scenario.servers.items() if any(v.server == name for v in variants)}
+    return Scenario(scenario.name, scenario.upstream_pace_ms, servers, variants)
+
+
 def capture_floors(config: Path, ag_ui: bytes, use_chat: bytes, tmp: Path) -> dict[str, Path]:
     """chatgate's exact frames for each route, for the replaying floor."""
     app = create_app(load_config(config))
     paths = {}
     for name, path, body in (("ag-ui", "/ag-ui", ag_ui), ("use-chat", "/api/chat", use_chat)):
-        headers, chunks = asyncio.run(capture(app, path, body))
+        headers, chunks = asyncio.run(capture(app, path, body, {}))
         paths[name] = tmp / f"{name}.json"
         save_capture(paths[name], headers, chunks)
     return paths
@@ -196,10 +241,13 @@ def batch(
     port = server.url.rsplit(":", 1)[1]
     clients = min(args.clients, args.concurrency)
     command = [sys.executable, str(BENCH_DIR / "load.py"), port, variant.path, str(body_file), variant.marker]
+    headers = [f"--header={name}:{value}" for name, value in variant.headers.items()]
     before = cpu_seconds(server.pid)
     processes = [
         subprocess.Popen(
-            [*command, str(args.concurrency // clients), str(requests // clients)], stdout=subprocess.PIPE, text=True
+            [*command, str(args.concurrency // clients), str(requests // clients), *headers],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(clients)
     ]
@@ -215,13 +263,14 @@ def batch(
 def run_scenario(scenario: Scenario, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
     upstream = None
     servers: dict[str, ServerProcess] = {}
+    services = Services()  # PostgreSQL and Redis, started only if a server of this scenario needs them
     paced = bool(scenario.upstream_pace_ms)
     requests = args.paced_requests if paced else args.requests
     try:
         if scenario.upstream_pace_ms is not None:
             upstream = ServerProcess("upstream", f"{TOKENS},{scenario.upstream_pace_ms}")
         for name, start in scenario.servers.items():
-            servers[name] = start(upstream.url if upstream else "")
+            servers[name] = start(Env(upstream.url if upstream else "", services))
         for variant in scenario.variants:  # warm-up, and a check that every reply holds all the tokens
             batch(servers[variant.server], variant, tmp, args, args.clients)
         for number in range(args.rounds):
@@ -242,6 +291,7 @@ def run_scenario(scenario: Scenario, tmp: Path, args: argparse.Namespace) -> dic
             server.stop()
         if upstream is not None:
             upstream.stop()
+        services.close()
     return summarise(scenario, memory)
 
 
@@ -270,14 +320,15 @@ def summarise(scenario: Scenario, memory: dict[str, float]) -> dict[str, Any]:
 def print_table(result: dict[str, Any]) -> None:
     print(f"\n== {result['scenario']}")
     print(
-        f"{'variant':<28} {'CPU µs/token':>12} {'req/s/core':>10} {'TTFT p50 ms':>11} {'p99 ms':>7} {'peak MiB':>8}"
+        f"{'variant':<{NAME_WIDTH}} {'CPU µs/token':>12} {'req/s/core':>10} {'TTFT p50 ms':>11} {'p99 ms':>7}"
+        f" {'peak MiB':>8}"
         "  vs floor   peers cost (x chatgate)"
     )
     for row in result["rows"]:
         ratio = f"{row['vs_floor']:.2f}x" if "vs_floor" in row else ""
         peers = ", ".join(f"{name} {x}x" for name, x in row.get("peer_cost_ratio", {}).items())
         print(
-            f"{row['variant']:<28} {row['cpu_us_per_token']:>12.2f} {row['requests_per_busy_core_s']:>10.1f} "
+            f"{row['variant']:<{NAME_WIDTH}} {row['cpu_us_per_token']:>12.2f} {row['requests_per_busy_core_s']:>10.1f} "
             f"{row['first_token_p50_ms']:>11.1f} {row['first_token_p99_ms']:>7.1f} {row['server_peak_rss_mib']:>8.1f}"
             f"  {ratio:>8}   {peers}"
         )
@@ -311,6 +362,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--clients", type=int, default=2, help="load client processes")
     parser.add_argument("--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced)")
+    parser.add_argument(
+        "--variants", nargs="+", help="measure only variants whose name holds one of these (and their floors)"
+    )
+    parser.add_argument("--skip-peers", action="store_true", help="leave out pydantic-ai and the AI SDK")
     parser.add_argument("--json", type=Path, help="where to write the figures (default bench/results/compare-*.json)")
     args = parser.parse_args()
     if args.quick:
@@ -323,6 +378,7 @@ def main() -> None:
         for scenario in scenarios(Path(tmp)):
             if args.only and scenario.name not in args.only:
                 continue
+            scenario = select(scenario, args)
             print(f"\n{scenario.name}: {args.rounds} rounds, concurrency {args.concurrency}", flush=True)
             results.append(run_scenario(scenario, Path(tmp), args))
     for result in results:
