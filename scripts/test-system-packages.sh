@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install what the tests need from Debian's packages, when missing: the servers they start on loopback
-# (Redis, PostgreSQL) and the browser they drive (Chromium; Playwright cannot download one here).
+# (Redis, PostgreSQL), the browser they drive (Chromium; Playwright cannot download one here) and the
+# openssl command that makes the TLS upstream's certificate (tests/providers/test_transport.py).
 # The tests start and stop their own instances (tests/servers.py); nothing here starts a service.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
 command -v chromium >/dev/null || missing+=(chromium)
+command -v openssl >/dev/null || missing+=(openssl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

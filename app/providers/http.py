@@ -45,6 +45,7 @@ from chatgate.errors import ProviderError
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.pool import ShardedTransport
+from chatgate.providers.transport import UpstreamTransport
 from chatgate.strict_json import dump_json
 
 __all__ = [
@@ -76,17 +77,18 @@ Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
 def upstream_client() -> httpx.AsyncClient:
     """The process's one HTTP client for every upstream model API.
 
-    Connections are pooled and kept alive between calls (no new TLS handshake per request); there is
-    no cap on concurrent streams, and timeouts are set per request by each provider (app/providers/http.py).
-    The pool is sharded (app/providers/pool.py) so opening a stream costs the same however many are open.
-    ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` apply as in any httpx client (httpx ignores
-    them once a transport is given, so they are mounted here).
+    Requests go through chatgate's own HTTP/1.1 transport (app/providers/transport.py): connections are
+    kept alive between calls (no new TLS handshake per request), there is no cap on concurrent streams,
+    opening a stream costs the same however many are open, and timeouts are set per request by each
+    provider. ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` apply as in any httpx client
+    (httpx ignores them once a transport is given, so they are mounted here): proxied origins go
+    through httpx's own transport, sharded (app/providers/pool.py).
     """
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
         pattern: ShardedTransport(proxy=proxy) if proxy else None
         for pattern, proxy in get_environment_proxies().items()
     }
-    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), transport=ShardedTransport(), mounts=mounts)
+    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), transport=UpstreamTransport(), mounts=mounts)
 
 
 class HTTPProvider:
