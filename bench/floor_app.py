@@ -2,8 +2,9 @@
 
 - ``replay_app``: reads the request body, then sends the frames chatgate sent for the same request,
   byte for byte and one ASGI send per chatgate send, with chatgate's response headers.
-- ``proxy_app``: reads the request body, posts it to the upstream with one shared httpx client and
-  forwards each chunk of the upstream's response body as one send, untouched.
+- ``proxy_app``: reads the request body, posts it to the upstream with chatgate's own upstream client
+  (``upstream_client()``: the same httpx client and transport chatgate relays with) and forwards each
+  chunk of the upstream's response body as one send, untouched.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from chatgate.providers.http import upstream_client
 
 Scope = dict[str, Any]
 
@@ -81,7 +84,8 @@ def proxy_app(upstream: str) -> Any:
     clients: list[httpx.AsyncClient] = []
 
     async def startup() -> None:
-        clients.append(httpx.AsyncClient(timeout=None))
+        # chatgate's own upstream client (its transport, no pool limit): the floor relays on the same stack.
+        clients.append(upstream_client())
 
     async def shutdown() -> None:
         await clients[0].aclose()
