@@ -80,7 +80,7 @@ class GracefulServer(uvicorn.Server):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from chatgate.collector import tune_for_serving
+    from chatgate.process import prepare_for_serving
     from chatgate.server import create_app
 
     path = args.config or os.environ.get("CHATGATE_CONFIG")
@@ -115,7 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         return serve_workers(args.workers, config, config_path, settings, GracefulServer)
     app = create_app(config, config_path=config_path)
-    tune_for_serving()
+    prepare_for_serving()
     GracefulServer(uvicorn.Config(app, **settings), app.state.stopping).run()
     return 0
 

@@ -88,7 +88,7 @@ def _run_worker(
     listening: socket.socket,
 ) -> None:
     """One worker: its own app and event loop, serving on the inherited socket."""
-    from chatgate.collector import tune_for_serving
+    from chatgate.process import prepare_for_serving
     from chatgate.server import create_app
 
     # Its own process group: a terminal's Ctrl-C reaches the parent only, which passes it on once (a second
@@ -102,5 +102,5 @@ def _run_worker(
             config = load_config(config_path)
     app = create_app(config, config_path=config_path)
     server = server_factory(uvicorn.Config(app, **settings), app.state.stopping)
-    tune_for_serving()
+    prepare_for_serving()
     server.run(sockets=[listening])
