@@ -1,16 +1,20 @@
 """``EventStreamResponse``: the one place a stream meets the socket.
 
-The request's own task runs the body loop: it sends each pre-framed SSE chunk as it comes (one ASGI
-send per chunk, nothing else on the hot path but a count). One helper task per stream waits on
-``receive`` and does two jobs:
+Two tasks per stream, and one more that waits on the client:
 
-- when the client goes away it cancels the body loop, and ``aclosing`` closes the event generator
-  chain at once, which closes the upstream request;
-- when ``keepalive`` seconds pass with nothing sent it writes a ``: ping`` comment, which both UI
-  clients ignore and which keeps proxies from timing the connection out.
+- a producer task pulls the pre-framed SSE chunks from the event chain and queues them;
+- the request's own task sends whatever is queued as one ASGI send each time it runs. When frames
+  come one by one (a model streaming at its pace) that is one send per frame, as before; when many
+  are ready at once (a burst from the upstream read in one go, the built-in model) they leave in one
+  socket write instead of one each. The producer waits while more than ``_QUEUE_LIMIT`` bytes are
+  unsent, so a slow client holds the model back rather than filling memory;
+- a watcher waits on ``receive``: when the client goes away it cancels the stream, and ``aclosing``
+  closes the event generator chain at once, which closes the upstream request; when ``keepalive``
+  seconds pass with nothing sent it writes a ``: ping`` comment, which both UI clients ignore and
+  which keeps proxies from timing the connection out.
 
-Plain asyncio rather than a task group with a task per job: opening thousands of streams at once
-spent a tenth of the server's CPU spawning those tasks (docs/performance.md).
+Plain asyncio tasks rather than an anyio task group: opening thousands of streams at once spent a
+tenth of the server's CPU in the group's spawning (docs/performance.md).
 
 Frames are LF-only (``data: ...\\n\\n``), as AG-UI 1.0 clients require; the adapters build them.
 """
@@ -72,35 +76,53 @@ class EventStreamResponse:
             meter.opened()
         body = asyncio.current_task()
         assert body is not None
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, body))
+        loop = asyncio.get_running_loop()
+        queue = _FrameQueue(loop)
+        producer = loop.create_task(self._produce(queue))
+        watcher = loop.create_task(self._watch(receive, send, body))
         try:
-            await self._send_body(send)
+            await self._send_queued(queue, send)
         except asyncio.CancelledError:
             if not self._client_gone or body.uncancel() > 0:
                 raise  # cancelled from outside, not (only) by the watcher
         finally:
             self._body_done = True
             watcher.cancel()
+            if not producer.done():
+                producer.cancel()  # its ``aclosing`` closes the event chain, and so the upstream request
+                await asyncio.wait([producer])
             if meter is not None:
                 meter.closed(self._events, self._first_event_at)
 
-    async def _send_body(self, send: Send) -> None:
+    async def _send_queued(self, queue: _FrameQueue, send: Send) -> None:
+        while True:
+            if queue.frames:
+                await send({"type": "http.response.body", "body": queue.take(), "more_body": True})
+                self._sent = True
+            elif queue.ended:
+                break
+            else:
+                await queue.wait()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _produce(self, queue: _FrameQueue) -> None:
         # Counted in a local and stored once at the end: nothing per event but an add and a compare.
         count = 0
         try:
             async with aclosing(self._chunks) as chunks:
                 async for chunk in chunks:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    self._sent = True
+                    queue.put(chunk)
                     count += 1
                     if count == 1:
                         self._first_event_at = time.perf_counter()
+                    if queue.size > _QUEUE_LIMIT:
+                        await queue.wait()
         except Exception:
             # Adapters end their streams in-protocol; reaching here is a bug, so end the body cleanly.
             logger.exception("stream encoder failed")
         finally:
             self._events = count
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            queue.end()
 
     async def _watch(self, receive: Receive, send: Send, body: asyncio.Task[None]) -> None:
         """Cancel ``body`` when the client disconnects; send a ping after ``keepalive`` idle seconds."""
@@ -118,3 +140,59 @@ class EventStreamResponse:
                     self._client_gone = True
                     body.cancel()
                 return
+
+
+_QUEUE_LIMIT = 2**16
+"""Unsent bytes above which the producer waits for the client to take them."""
+
+
+class _FrameQueue:
+    """Frames made and not yet sent.
+
+    Producer and sender share one waiter slot: the producer only waits while frames are queued (so the
+    sender is not waiting), the sender only while none are. A side that was woken but has not run yet
+    may find its slot taken by the other side's new wait; it then leaves that one alone.
+    """
+
+    __slots__ = ("_loop", "_waiter", "ended", "frames", "size")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+        self.frames: list[bytes] = []
+        self.size = 0
+        self.ended = False
+
+    def put(self, frame: bytes) -> None:
+        """Queue one frame."""
+        self.frames.append(frame)
+        self.size += len(frame)
+        self._wake()
+
+    def take(self) -> bytes:
+        """Every queued frame, joined."""
+        frames = self.frames
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        self.frames = []
+        self.size = 0
+        self._wake()
+        return data
+
+    def end(self) -> None:
+        """No more frames will come."""
+        self.ended = True
+        self._wake()
+
+    async def wait(self) -> None:
+        """Until the other side puts, takes or ends."""
+        waiter = self._waiter = self._loop.create_future()
+        try:
+            await waiter
+        finally:
+            if self._waiter is waiter:
+                self._waiter = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)

@@ -60,3 +60,55 @@ def test_a_client_that_hangs_up_closes_the_stream_at_once(live: tuple[str, SlowS
     hung_up = time.monotonic()
     assert stream.closed.wait(timeout=5)
     assert time.monotonic() - hung_up < 1.0
+
+
+async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0) -> list[bytes]:
+    """Run a response in process; the bodies of its sends."""
+    sent: list[bytes] = []
+    disconnected = asyncio.Event()
+
+    async def receive() -> dict[str, str]:
+        await disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])  # type: ignore[arg-type]
+            await asyncio.sleep(send_pause)
+
+    await EventStreamResponse(frames, {})({"type": "http"}, receive, send)  # type: ignore[arg-type]
+    return sent
+
+
+async def test_frames_ready_at_once_leave_in_one_send_and_paced_ones_one_by_one() -> None:
+    async def burst() -> AsyncGenerator[bytes, None]:
+        for index in range(100):
+            yield f"data: {index}\n\n".encode()
+
+    async def paced() -> AsyncGenerator[bytes, None]:
+        for index in range(3):
+            await asyncio.sleep(0.01)
+            yield f"data: {index}\n\n".encode()
+
+    sent = await _drive(burst())
+    assert b"".join(sent) == b"".join(f"data: {n}\n\n".encode() for n in range(100))
+    assert len(sent) == 2  # the frames, then the end of the body
+    assert await _drive(paced()) == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
+
+
+async def test_a_slow_client_holds_the_producer_back() -> None:
+    made = 0
+
+    async def endless() -> AsyncGenerator[bytes, None]:
+        nonlocal made
+        while made < 2000:
+            made += 1
+            yield b"data: " + b"x" * 1000 + b"\n\n"
+
+    task = asyncio.create_task(_drive(endless(), send_pause=0.05))
+    await asyncio.sleep(0.3)
+    # Unchecked, all 2,000 would be made at once; held back, about 64 KiB (66 frames) per 50 ms send.
+    assert 66 < made < 12 * 66
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
