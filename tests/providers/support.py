@@ -6,14 +6,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
-
 from chatgate.agents import Agent
 from chatgate.config import AgentConfig, Config, ProviderConfig
 from chatgate.events import RunEvent
 from chatgate.history import Message
 from chatgate.providers import Provider, build_provider
 from chatgate.providers.base import ModelRequest
+from chatgate.providers.http import upstream_client
 from chatgate.run_input import RunInput
 from chatgate.runner import run_agent
 
@@ -27,9 +26,9 @@ def provider_table(kind: str, url: str, **table: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def provider(kind: str, url: str, **table: Any) -> AsyncIterator[Provider]:
-    """A real provider of ``kind`` on its own httpx client, talking to ``url``."""
+    """A real provider of ``kind`` on its own upstream client (as the server makes it), talking to ``url``."""
     config = Config(providers={"up": ProviderConfig.model_validate(provider_table(kind, url, **table))})
-    async with httpx.AsyncClient() as client:
+    async with upstream_client() as client:
         yield build_provider(AgentConfig(model="up:m"), config, client)
 
 

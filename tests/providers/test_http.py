@@ -1,6 +1,7 @@
 """The shared upstream plumbing: retries, timeouts, broken streams, closing, and the body readers."""
 
 import asyncio
+import gzip
 import logging
 import socket
 import time
@@ -194,3 +195,11 @@ async def test_ndjson_that_is_not_json_is_a_malformed_stream() -> None:
     with pytest.raises(ProviderError) as caught:
         [obj async for obj in ndjson_objects(chunks(b"{oops}\n"), "test")]
     assert caught.value.public_message == "The model stream was interrupted."
+
+
+async def test_a_compressed_stream_is_decoded() -> None:
+    body = openai_chunk({"content": "squeezed"}) + openai_chunk({}, "stop") + DONE
+    headers = {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    async with FakeUpstream(Reply([gzip.compress(body)], headers=headers)) as fake:
+        events = await stream_once("openai", fake.url, HELLO)
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["squeezed"]
