@@ -172,11 +172,18 @@ def main() -> None:
     parser.add_argument("--watch", type=float, default=24.0, help="seconds the streams are held open")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
-        "--pool", choices=["sharded", "single"], default="sharded", help="single: chatgate's pool before sharding"
+        "--pool",
+        choices=["chatgate", "sharded", "single"],
+        default="chatgate",
+        help="the upstream client: chatgate's own transport, or an earlier one (httpx sharded / single pool)",
+    )
+    parser.add_argument(
+        "--gc", choices=["serving", "default"], default="serving", help="default: without chatgate serve's settings"
     )
     args = parser.parse_args()
     os.environ["BENCH_POOL"] = args.pool
-    print(f"{args.mode} ({args.pool} pool): paced {PACE_MS} ms per token; {args.clients} client processes")
+    os.environ["BENCH_GC"] = args.gc
+    print(f"{args.mode} ({args.pool} pool, {args.gc} gc): paced {PACE_MS} ms/token; {args.clients} client processes")
     header = f"{'streams':>8} {'opened':>7} {'in s':>6} {'p50 s':>6} {'p99 s':>6} {'progressed':>10}"
     print(f"{header} {'errors':>8} {'peak RSS MiB':>12} {'open CPU s':>10} {'ms/stream':>9}")
     rows = []

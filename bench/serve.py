@@ -33,16 +33,23 @@ UVICORN_SETTINGS: dict[str, Any] = {
 }
 
 
-def use_single_pool() -> None:
-    """Give chatgate one unsharded httpx pool, as before app/providers/pool.py (``scale.py --pool single``)."""
+def use_httpx_pool(kind: str) -> None:
+    """Give chatgate an earlier upstream client, for comparison (``scale.py --pool``).
+
+    ``single``: one httpx pool, as chatgate had first; ``sharded``: httpx's transport in shards of 32
+    (app/providers/pool.py), as it had before its own transport (app/providers/transport.py).
+    """
     import httpx
 
     import chatgate.server
+    from chatgate.providers.pool import ShardedTransport
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
-    chatgate.server.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
-        timeout=httpx.Timeout(10.0, read=None), limits=limits
-    )
+    timeout = httpx.Timeout(10.0, read=None)
+    if kind == "single":
+        chatgate.server.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, limits=limits)  # type: ignore[assignment]
+    else:
+        chatgate.server.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, transport=ShardedTransport())  # type: ignore[assignment]
 
 
 def build_app(kind: str, argument: str) -> Any:
@@ -50,8 +57,8 @@ def build_app(kind: str, argument: str) -> Any:
         from chatgate.config import load_config
         from chatgate.server import create_app
 
-        if os.environ.get("BENCH_POOL") == "single":
-            use_single_pool()
+        if os.environ.get("BENCH_POOL") in ("single", "sharded"):
+            use_httpx_pool(os.environ["BENCH_POOL"])
         return create_app(load_config(argument))
     if kind == "floor":
         from floor_app import replay_app
