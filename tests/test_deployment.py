@@ -102,3 +102,9 @@ def test_the_replicas_profile_runs_two_replicas_on_one_postgres_and_one_redis(mo
     assert config.server.redis_url == "redis://redis:6379/0"
     assert config.store_url == "postgresql://chatgate:secret@postgres:5432/chatgate"
     assert all(agent.conversations == "server" for agent in config.agents.values())
+
+
+def test_every_chatgate_service_may_hold_two_sockets_for_each_of_ten_thousand_streams() -> None:
+    services = compose()["services"]
+    for name in ("chatgate", "chatgate-a", "chatgate-b"):
+        assert services[name]["ulimits"] == {"nofile": 65536}
