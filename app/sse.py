@@ -103,6 +103,7 @@ class EventStreamResponse:
                 break
             else:
                 await queue.wait()
+        self._body_done = True  # no keepalive after the end
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _produce(self, queue: _FrameQueue) -> None:
@@ -131,7 +132,7 @@ class EventStreamResponse:
                 async with asyncio.timeout(self._keepalive):
                     message = await receive()
             except TimeoutError:
-                if not self._sent:
+                if not self._sent and not self._body_done:
                     await send({"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True})
                 self._sent = False
                 continue
