@@ -125,12 +125,19 @@ def scenarios(tmp: Path) -> list[Scenario]:
             **chatgate_servers("builtin", lambda _: BUILTIN_CONFIG, tmp),
             "floor-ag-ui": lambda _: ServerProcess("floor", str(captures["ag-ui"])),
             "floor-use-chat": lambda _: ServerProcess("floor", str(captures["use-chat"])),
+            # The same bytes with one send per event: what any server writing each event as it is made pays.
+            "floor-ag-ui-events": lambda _: ServerProcess("floor-per-event", str(captures["ag-ui"])),
+            "floor-use-chat-events": lambda _: ServerProcess("floor-per-event", str(captures["use-chat"])),
             "pydantic-ai": lambda _: pydantic_ai("function"),
             "ai-sdk": lambda _: ai_sdk("mock"),
         },
         [
             Variant(builtin_floors[0], "floor-ag-ui", "/ag-ui", ag_ui, AG_UI_MARKER),
             Variant(builtin_floors[1], "floor-use-chat", "/api/chat", use_chat, UI_STREAM_MARKER),
+            Variant("floor, send per event (AG-UI)", "floor-ag-ui-events", "/ag-ui", ag_ui, AG_UI_MARKER),
+            Variant(
+                "floor, send per event (useChat)", "floor-use-chat-events", "/api/chat", use_chat, UI_STREAM_MARKER
+            ),
             *chatgate_variants(text, *builtin_floors),
             *peer_variants,
         ],

@@ -1,7 +1,9 @@
 """The floors chatgate is measured against: bare ASGI apps that do only what any server must.
 
 - ``replay_app``: reads the request body, then sends the frames chatgate sent for the same request,
-  byte for byte and one ASGI send per chatgate send, with chatgate's response headers.
+  byte for byte and one ASGI send per chatgate send, with chatgate's response headers; or, with
+  ``per_event``, the same bytes with one send per SSE frame, as a server that writes each event as it
+  makes it must.
 - ``proxy_app``: reads the request body, posts it to the upstream with chatgate's own upstream client
   (``upstream_client()``: the same httpx client and transport chatgate relays with) and forwards each
   chunk of the upstream's response body as one send, untouched.
@@ -61,8 +63,17 @@ def save_capture(path: Path, headers: list[tuple[bytes, bytes]], chunks: list[by
     path.write_text(json.dumps(data))
 
 
-def replay_app(capture: Path) -> Any:
+def one_send_per_event(chunks: list[bytes]) -> list[bytes]:
+    """The same bytes cut into one chunk per SSE frame (each ends with a blank line)."""
+    frames = b"".join(chunks).split(b"\n\n")
+    return [frame + b"\n\n" for frame in frames[:-1]] + ([frames[-1]] if frames[-1] else [])
+
+
+def replay_app(capture: Path, *, per_event: bool = False) -> Any:
+    """Replay a capture: chatgate's own sends, or (``per_event``) one send per SSE frame."""
     headers, chunks = load_capture(capture)
+    if per_event:
+        chunks = one_send_per_event(chunks)
     start = {"type": "http.response.start", "status": 200, "headers": headers}
     bodies = [{"type": "http.response.body", "body": chunk, "more_body": True} for chunk in chunks]
     end = {"type": "http.response.body", "body": b"", "more_body": False}

@@ -2,6 +2,7 @@
 
     python bench/serve.py chatgate CONFIG.toml   chatgate itself, from a config file
     python bench/serve.py floor FRAMES.json      the bare floor: replays captured frames (floor_app.py)
+    python bench/serve.py floor-per-event FRAMES.json   the same bytes, one send per SSE frame
     python bench/serve.py proxy UPSTREAM_URL     the bare relay floor: forwards upstream bytes (floor_app.py)
     python bench/serve.py upstream TOKENS,PACE_MS a fake OpenAI-compatible upstream (fake_openai.py)
     python bench/serve.py pydantic-ai SOURCE     pydantic-ai's UI adapters (peers_pydantic_ai.py, peers' venv)
@@ -60,10 +61,10 @@ def build_app(kind: str, argument: str) -> Any:
         if os.environ.get("BENCH_POOL") in ("single", "sharded"):
             use_httpx_pool(os.environ["BENCH_POOL"])
         return create_app(load_config(argument))
-    if kind == "floor":
+    if kind in ("floor", "floor-per-event"):
         from floor_app import replay_app
 
-        return replay_app(Path(argument))
+        return replay_app(Path(argument), per_event=kind == "floor-per-event")
     if kind == "proxy":
         from floor_app import proxy_app
 
