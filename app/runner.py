@@ -18,8 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from chatgate.agents import Agent
@@ -143,10 +142,88 @@ async def run_agent(
     ``stopping`` is set (the server is shutting down) the run ends at its next model event with a
     ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call.
     """
+    # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
+    # passes through here, and each generator it passes through costs CPU (docs/performance.md).
+    is_stopping = (stopping or asyncio.Event()).is_set
     try:
-        async with aclosing(_run(agent, run_input, stopping or asyncio.Event(), metrics)) as events:
-            async for event in events:
+        system_prompt = await _render_prompt(agent, run_input)
+        request, stripped = _model_request(agent, run_input, system_prompt)
+        if metrics is not None:
+            metrics.count_stripped(agent.name, stripped)
+        history = list(request.messages)
+        if agent.server_tools:
+            async for event in _settle_pending_calls(agent, run_input, history):
                 yield event
+
+        for step in range(1, agent.max_steps + 1):
+            name = f"model-call-{step}"
+            yield StepStarted(name)
+            assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
+            reason: FinishReason | None = None
+            meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
+            first_event_at: float | None = None
+            usage: Usage | None = None
+            failure: BaseException | None = None
+            stream = agent.provider.stream(replace(request, messages=tuple(history)))
+            try:
+                async for event in stream:
+                    if is_stopping():
+                        raise ServerStopping
+                    if first_event_at is None:
+                        first_event_at = time.perf_counter()
+                    if type(event) is ModelFinished:
+                        reason = event.reason
+                        continue
+                    if type(event) is Usage:
+                        usage = event
+                    if assembler is not None:
+                        assembler.feed(event)
+                    yield event
+            except BaseException as exc:
+                failure = asyncio.CancelledError() if isinstance(exc, ServerStopping) else exc
+                raise
+            finally:
+                # Close the upstream now, not whenever the generator is collected: on a hang-up, a
+                # shutdown or a failure, nobody should go on paying for tokens.
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+                if meter is not None:
+                    meter.ended(first_event_at, usage, failure)
+            if reason is None:
+                raise ProviderError(
+                    "the model stream ended without finishing", public_message="The model stream ended early."
+                )
+            yield StepFinished(name, reason)
+            if reason != "tool_calls" or assembler is None:
+                yield RunFinished(reason)
+                return
+
+            message = assembler.message()
+            history.append(message)
+            paused = False
+            for call in message.tool_calls:
+                tool = agent.server_tools.get(call.name)
+                if tool is None:
+                    paused = True  # the frontend runs this one; its result comes with the next request
+                elif tool.requires_approval:
+                    paused = True
+                    token = agent.approvals.token(agent.name, call.tool_call_id, call.name, call.arguments)
+                    yield ToolApprovalRequested(call.tool_call_id, call.name, token)
+                else:
+                    result = await _call(agent, call)
+                    history.append(tool_message(result))
+                    yield result
+            if paused:
+                yield RunFinished("tool_calls")
+                return
+
+        logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
+        notice = new_id("msg")
+        yield TextStart(notice)
+        yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
+        yield TextEnd(notice)
+        yield RunFinished("other")
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
         yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
@@ -166,90 +243,6 @@ class RunError(Exception):
 
 class ServerStopping(Exception):
     """The server is shutting down: the run ends now, in protocol."""
-
-
-async def _run(
-    agent: Agent, run_input: RunInput, stopping: asyncio.Event, metrics: Metrics | None
-) -> AsyncGenerator[RunEvent, None]:
-    is_stopping = stopping.is_set
-    system_prompt = await _render_prompt(agent, run_input)
-    request, stripped = _model_request(agent, run_input, system_prompt)
-    if metrics is not None:
-        metrics.count_stripped(agent.name, stripped)
-    history = list(request.messages)
-    if agent.server_tools:
-        async for event in _settle_pending_calls(agent, run_input, history):
-            yield event
-
-    for step in range(1, agent.max_steps + 1):
-        name = f"model-call-{step}"
-        yield StepStarted(name)
-        assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
-        reason: FinishReason | None = None
-        meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
-        first_event_at: float | None = None
-        usage: Usage | None = None
-        failure: BaseException | None = None
-        stream = agent.provider.stream(replace(request, messages=tuple(history)))
-        try:
-            async for event in stream:
-                if is_stopping():
-                    raise ServerStopping
-                if first_event_at is None:
-                    first_event_at = time.perf_counter()
-                if type(event) is ModelFinished:
-                    reason = event.reason
-                    continue
-                if type(event) is Usage:
-                    usage = event
-                if assembler is not None:
-                    assembler.feed(event)
-                yield event
-        except BaseException as exc:
-            failure = asyncio.CancelledError() if isinstance(exc, ServerStopping) else exc
-            raise
-        finally:
-            # Close the upstream now, not whenever the generator is collected: on a hang-up, a
-            # shutdown or a failure, nobody should go on paying for tokens.
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-            if meter is not None:
-                meter.ended(first_event_at, usage, failure)
-        if reason is None:
-            raise ProviderError(
-                "the model stream ended without finishing", public_message="The model stream ended early."
-            )
-        yield StepFinished(name, reason)
-        if reason != "tool_calls" or assembler is None:
-            yield RunFinished(reason)
-            return
-
-        message = assembler.message()
-        history.append(message)
-        paused = False
-        for call in message.tool_calls:
-            tool = agent.server_tools.get(call.name)
-            if tool is None:
-                paused = True  # the frontend runs this one; its result comes with the next request
-            elif tool.requires_approval:
-                paused = True
-                token = agent.approvals.token(agent.name, call.tool_call_id, call.name, call.arguments)
-                yield ToolApprovalRequested(call.tool_call_id, call.name, token)
-            else:
-                result = await _call(agent, call)
-                history.append(tool_message(result))
-                yield result
-        if paused:
-            yield RunFinished("tool_calls")
-            return
-
-    logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
-    notice = new_id("msg")
-    yield TextStart(notice)
-    yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
-    yield TextEnd(notice)
-    yield RunFinished("other")
 
 
 async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list[Message]) -> AsyncIterator[RunEvent]:

@@ -124,12 +124,14 @@ class EchoModel:
 
         text_id = new_id("msg")
         yield TextStart(text_id)
-        for count, word in enumerate(words):
-            if fail_after is not None and count >= int(fail_after):
-                raise ProviderError(f"builtin:echo failed on purpose after {count} words (fail_after)")
+        # The words it will send are known now: no per-word check of fail_after.
+        sent = words if fail_after is None else words[: int(fail_after)]
+        for word in sent:
             if delay:
                 await asyncio.sleep(delay)
             yield TextDelta(text_id, word)
+        if len(sent) < len(words):
+            raise ProviderError(f"builtin:echo failed on purpose after {len(sent)} words (fail_after)")
         yield TextEnd(text_id)
         yield Usage(input_tokens=sum(1 for _ in request.messages), output_tokens=len(words))
         yield ModelFinished("stop")

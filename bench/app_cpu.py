@@ -1,0 +1,169 @@
+"""The app's own CPU per streamed event, in process: chatgate's ASGI app driven directly, no socket.
+
+    .venv/bin/python bench/app_cpu.py [--model builtin|relay|canned] [--rounds 7] [--requests 200] [--pace-ms 0]
+
+The socket benchmarks (stream_cpu.py, relay_cpu.py) count uvicorn and the kernel too, and their noise
+(about ±10% a round on a shared machine) hides a change of a few percent. Here the benchmark calls the
+app itself, as uvicorn would, on uvloop, with a ``send`` that only notes the end of the body, and reads
+this process's CPU time (``time.process_time``) around each batch of sequential requests. What is
+left is the app's work: routing, decoding, the run, the encoder and ``EventStreamResponse``.
+
+``--model builtin``: builtin:echo answers with a 200-token reply (stream_cpu.py's request).
+``--model relay``: the agent relays a fake OpenAI upstream (fake_openai.py in its own process, so its
+CPU is not counted; the httpx client reading it is, as in chatgate). Its figures move with how the
+upstream's bytes happen to be split into reads, so they are noisy. ``--model canned``: the same relay,
+but the upstream's reply comes from inside the process (an ``httpx.MockTransport`` handing over the
+fake upstream's frames, one read per frame, as a paced upstream does): no socket, no httpcore, the
+same reads every time, so what is measured is chatgate's chain per token, from the read to the
+encoded frame. The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
+not a test. To compare two versions of the code, run the same command with each version's
+interpreter, alternating.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvloop
+from fake_openai import reply_frames
+from harness import running
+from relay_cpu import USER_TEXT, chatgate_config
+from stream_cpu import CONFIG, ag_ui_body, user_text, vercel_ai_body
+
+import chatgate.server
+from chatgate.config import load_config
+from chatgate.server import create_app
+
+TOKENS = 200
+
+
+def scope_for(path: str, body: bytes) -> dict[str, Any]:
+    """An HTTP scope like uvicorn's for ``POST path`` with a JSON ``body``."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def request(app: Any, path: str, body: bytes) -> int:
+    """One request through the app; returns the SSE events its body held."""
+    finished = asyncio.Event()
+    request_sent = False
+    events = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal request_sent
+        if not request_sent:
+            request_sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await finished.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal events
+        if message["type"] == "http.response.start":
+            assert message["status"] == 200, message
+            return
+        events += message.get("body", b"").count(b"\n\n")
+        if not message.get("more_body", False):
+            finished.set()
+
+    await app(scope_for(path, body), receive, send)
+    return events
+
+
+async def measure(app: Any, routes: dict[str, tuple[str, bytes]], args: argparse.Namespace) -> None:
+    """Warm up, then alternate batches of each route for ``args.rounds`` rounds; print the medians."""
+    per_event: dict[str, list[float]] = {name: [] for name in routes}
+    async with app.router.lifespan_context(app):
+        for name, (path, body) in routes.items():
+            events = await request(app, path, body)
+            assert events > TOKENS, f"{name}: {events} events; the reply did not come through whole"
+            for _ in range(args.warmup):
+                await request(app, path, body)
+        for number in range(args.rounds):
+            names = list(routes)
+            names = names[number % len(names) :] + names[: number % len(names)]
+            for name in names:
+                path, body = routes[name]
+                before = time.process_time()
+                events = 0
+                for _ in range(args.requests):
+                    events += await request(app, path, body)
+                per_event[name].append((time.process_time() - before) / events * 1e6)
+            print(f"round {number + 1}: " + "  ".join(f"{n} {v[-1]:.3f}" for n, v in per_event.items()), flush=True)
+    print(f"\n{'route':<10} {'app CPU µs/event':>17}   (median of {args.rounds} rounds; min, max)")
+    for name, values in per_event.items():
+        print(f"{name:<10} {statistics.median(values):17.3f}   ({min(values):.3f}, {max(values):.3f})")
+
+
+def use_canned_upstream() -> None:
+    """Give chatgate an upstream client whose every answer is the fake upstream's reply, from memory."""
+    frames = reply_frames(TOKENS)
+
+    async def body() -> AsyncIterator[bytes]:
+        for frame in frames:
+            yield frame
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+    chatgate.server.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
+        transport=httpx.MockTransport(answer), timeout=httpx.Timeout(10.0, read=None)
+    )
+
+
+@contextmanager
+def config_for(args: argparse.Namespace) -> Iterator[tuple[Path, str]]:
+    """The config file for ``args.model`` (starting the fake upstream for ``relay``) and the user text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config_file = Path(tmp) / "chatgate.toml"
+        if args.model == "builtin":
+            config_file.write_text(CONFIG)
+            yield config_file, user_text()
+            return
+        if args.model == "canned":
+            use_canned_upstream()
+            config_file.write_text(chatgate_config("http://upstream.invalid"))
+            yield config_file, USER_TEXT
+            return
+        with running("upstream", f"{TOKENS},{args.pace_ms}") as upstream:
+            config_file.write_text(chatgate_config(upstream.url))
+            yield config_file, USER_TEXT
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=["builtin", "relay", "canned"], default="builtin")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--requests", type=int, default=200, help="requests per batch")
+    parser.add_argument("--warmup", type=int, default=20, help="requests per route before measuring")
+    parser.add_argument("--pace-ms", type=float, default=0.0, help="relay: upstream delay before each token")
+    args = parser.parse_args()
+    with config_for(args) as (config_file, text):
+        routes = {"AG-UI": ("/ag-ui", ag_ui_body(text)), "useChat": ("/api/chat", vercel_ai_body(text))}
+        app = create_app(load_config(config_file))
+        uvloop.run(measure(app, routes, args))
+
+
+if __name__ == "__main__":
+    main()
