@@ -23,7 +23,6 @@ interpreter, alternating.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import tempfile
 import time
@@ -37,7 +36,7 @@ import uvloop
 from fake_openai import reply_frames
 from harness import running
 from relay_cpu import USER_TEXT, chatgate_config
-from stream_cpu import CONFIG, ag_ui_body, user_text, vercel_ai_body
+from stream_cpu import CONFIG, ag_ui_body, drive, user_text, vercel_ai_body
 
 import chatgate.server
 from chatgate.config import load_config
@@ -46,48 +45,16 @@ from chatgate.server import create_app
 TOKENS = 200
 
 
-def scope_for(path: str, body: bytes) -> dict[str, Any]:
-    """An HTTP scope like uvicorn's for ``POST path`` with a JSON ``body``."""
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-
-
 async def request(app: Any, path: str, body: bytes) -> int:
     """One request through the app; returns the SSE events its body held."""
-    finished = asyncio.Event()
-    request_sent = False
     events = 0
 
-    async def receive() -> dict[str, Any]:
-        nonlocal request_sent
-        if not request_sent:
-            request_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await finished.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
+    def count(message: dict[str, Any]) -> None:
         nonlocal events
-        if message["type"] == "http.response.start":
-            assert message["status"] == 200, message
-            return
-        events += message.get("body", b"").count(b"\n\n")
-        if not message.get("more_body", False):
-            finished.set()
+        if message["type"] == "http.response.body":
+            events += message.get("body", b"").count(b"\n\n")
 
-    await app(scope_for(path, body), receive, send)
+    await drive(app, path, body, count)
     return events
 
 

@@ -184,31 +184,26 @@ def chatgate_servers(
 def chatgate_variants(text: str, ag_ui_floor: str, use_chat_floor: str) -> list[Variant]:
     """chatgate's variants, both protocols for every setup; only the stateless ones are compared with the peers."""
     variants = []
+    routes = (
+        ("AG-UI", "/ag-ui", ag_ui_body, AG_UI_MARKER, ag_ui_floor, "pydantic-ai AGUIAdapter"),
+        ("useChat", "/api/chat", use_chat_body, UI_STREAM_MARKER, use_chat_floor, "pydantic-ai VercelAIAdapter"),
+    )
     for setup in SETUPS:
         suffix = f", {setup.label}" if setup.label else ""
-        stateless = setup == STATELESS
-        variants += [
-            Variant(
-                f"chatgate AG-UI{suffix}",
-                setup.server,
-                "/ag-ui",
-                ag_ui_body(text, setup.thread),
-                AG_UI_MARKER,
-                ag_ui_floor,
-                ("pydantic-ai AGUIAdapter", "AI SDK Node server") if stateless else (),
-                setup.headers(),
-            ),
-            Variant(
-                f"chatgate useChat{suffix}",
-                setup.server,
-                "/api/chat",
-                use_chat_body(text, setup.thread),
-                UI_STREAM_MARKER,
-                use_chat_floor,
-                ("pydantic-ai VercelAIAdapter", "AI SDK Node server") if stateless else (),
-                setup.headers(),
-            ),
-        ]
+        for route, path, body, marker, floor, peer in routes:
+            peers = (peer, "AI SDK Node server") if setup == STATELESS else ()
+            variants.append(
+                Variant(
+                    f"chatgate {route}{suffix}",
+                    setup.server,
+                    path,
+                    body(text, setup.thread),
+                    marker,
+                    floor,
+                    peers,
+                    setup.headers(),
+                )
+            )
     return variants
 
 

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,33 @@ def vercel_ai_body(text: str) -> bytes:
     return json.dumps({"id": "chat1", "messages": [message], "trigger": "submit-message"}).encode()
 
 
-async def capture(
-    app: Any, path: str, body: bytes, extra_headers: dict[str, str]
-) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
-    """The response headers and body chunks, one per ASGI send, that ``app`` answers ``body`` with."""
-    headers: list[tuple[bytes, bytes]] = []
-    chunks: list[bytes] = []
+def scope_for(path: str, body: bytes, extra_headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """An HTTP scope like uvicorn's for ``POST path`` with a JSON ``body`` (and any extra headers)."""
+    extra = [(name.encode(), value.encode()) for name, value in (extra_headers or {}).items()]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def drive(
+    app: Any,
+    path: str,
+    body: bytes,
+    on_message: Callable[[dict[str, Any]], None],
+    extra_headers: Mapping[str, str] | None = None,
+) -> None:
+    """One request through ``app`` in process; each message it sends goes to ``on_message``."""
     request_sent = False
     finished = asyncio.Event()
 
@@ -87,29 +109,28 @@ async def capture(
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             assert message["status"] == 200, message
-            headers.extend(message["headers"])
-        elif message.get("body"):
-            chunks.append(message["body"])
+        on_message(message)
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             finished.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        + [(name.encode(), value.encode()) for name, value in extra_headers.items()],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
+    await app(scope_for(path, body, extra_headers), receive, send)
+
+
+async def capture(
+    app: Any, path: str, body: bytes, extra_headers: dict[str, str]
+) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """The response headers and body chunks, one per ASGI send, that ``app`` answers ``body`` with."""
+    headers: list[tuple[bytes, bytes]] = []
+    chunks: list[bytes] = []
+
+    def keep(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers.extend(message["headers"])
+        elif message.get("body"):
+            chunks.append(message["body"])
+
     async with app.router.lifespan_context(app):
-        await app(scope, receive, send)
+        await drive(app, path, body, keep, extra_headers)
     return headers, chunks
 
 
