@@ -20,7 +20,8 @@ the server's CPU (docs/performance.md). ``UpstreamTransport`` does the same job 
   ``RemoteProtocolError``), so callers handle them exactly as with httpx's transport.
 
 Only what the providers need: HTTP/1.1 over TCP or TLS (ALPN ``http/1.1``), no proxies (``upstream_client``
-mounts httpx's own transport for proxied origins), no HTTP/2, no upgrades.
+mounts httpx's own transport for proxied origins), no HTTP/2, no upgrades, no Happy Eyeballs (an
+upstream's addresses are tried in the resolver's order, within the connect timeout; docs/providers.md).
 """
 
 from __future__ import annotations
