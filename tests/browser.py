@@ -7,6 +7,7 @@ network would refuse.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, Page, async_playwright
 
-__all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "chromium", "chromium_path", "screenshot"]
+__all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "chromium", "chromium_path", "recorded_page", "screenshot"]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -55,3 +56,18 @@ async def screenshot(page: Page, name: str) -> Path:
     path = ARTIFACTS_DIR / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@asynccontextmanager
+async def recorded_page(browser: Browser, artifact: str, width: int, height: int) -> AsyncIterator[Page]:
+    """A fresh page in its own context; on exit its last state is saved as tests/artifacts/ARTIFACT.png.
+
+    ``artifact`` is usually a prefix and the test's name; characters a file name should not hold become ``-``.
+    """
+    context = await browser.new_context(viewport={"width": width, "height": height})
+    page = await context.new_page()
+    try:
+        yield page
+    finally:
+        await screenshot(page, re.sub(r"[^A-Za-z0-9_.-]+", "-", artifact).strip("-"))
+        await context.close()

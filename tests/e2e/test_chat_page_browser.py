@@ -17,7 +17,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from chatgate.config import Config
-from tests.browser import chromium, screenshot
+from tests.browser import recorded_page, screenshot
 from tests.chat_page import assistants, axe_violations, open_page, send, wait_status
 from tests.conftest import make_config
 
@@ -26,26 +26,15 @@ Serve = Callable[[Config], str]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as browser:
-        yield browser
-
-
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
     """A fresh page in its own context; its final state is saved as tests/artifacts/page-<test>.png."""
-    context = await browser.new_context(viewport={"width": 1000, "height": 760})
-    page = await context.new_page()
     errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    # The page must live within its own Content-Security-Policy: no inline script or style.
-    page.on("console", lambda message: errors.append(message.text) if "Content Security" in message.text else None)
-    try:
+    async with recorded_page(browser, f"page-{request.node.name}", 1000, 760) as page:
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        # The page must live within its own Content-Security-Policy: no inline script or style.
+        page.on("console", lambda message: errors.append(message.text) if "Content Security" in message.text else None)
         yield page
-    finally:
-        await screenshot(page, "page-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-"))
-        await context.close()
     assert errors == [], f"the page threw: {errors}"
 
 

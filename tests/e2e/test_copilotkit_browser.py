@@ -14,7 +14,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, expect
 
 from chatgate.config import Config
-from tests.browser import chromium, screenshot
+from tests.browser import recorded_page
 from tests.conftest import make_config
 from tests.copilotkit_app import build_copilotkit_app, copilotkit_runtime
 
@@ -39,25 +39,14 @@ def app_url(serve: Serve, built: None) -> Iterator[str]:
         yield url
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as browser:
-        yield browser
-
-
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Browser, request: pytest.FixtureRequest, app_url: str) -> AsyncIterator[Page]:
     """The app, loaded; its final state is saved as tests/artifacts/copilotkit-<test>.png."""
-    context = await browser.new_context(viewport={"width": 900, "height": 800})
-    page = await context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
+    async with recorded_page(browser, f"copilotkit-{request.node.name}", 900, 800) as page:
+        page.set_default_timeout(TIMEOUT_MS)
         await page.goto(app_url, wait_until="networkidle")  # the runtime probed: sends are not dropped
         await page.get_by_test_id("copilot-chat-textarea").wait_for()
         yield page
-    finally:
-        await screenshot(page, "copilotkit-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-"))
-        await context.close()
 
 
 async def send(page: Page, text: str) -> None:

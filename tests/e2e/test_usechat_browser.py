@@ -15,7 +15,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, expect
 
 from chatgate.config import Config
-from tests.browser import chromium, screenshot
+from tests.browser import recorded_page
 from tests.conftest import make_config
 from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
 
@@ -33,22 +33,11 @@ def usechat_dist() -> Path:
     return build_usechat_app()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as browser:
-        yield browser
-
-
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
     """A fresh page in its own context; its final state is saved as tests/artifacts/usechat-<test>.png."""
-    context = await browser.new_context(viewport={"width": 900, "height": 700})
-    page = await context.new_page()
-    try:
+    async with recorded_page(browser, f"usechat-{request.node.name}", 900, 700) as page:
         yield page
-    finally:
-        await screenshot(page, "usechat-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-"))
-        await context.close()
 
 
 def agents(major: int) -> Config:

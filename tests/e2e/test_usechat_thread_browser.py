@@ -12,8 +12,7 @@ model saw the whole stored thread.
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,9 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from chatgate.config import Config
-from tests.browser import chromium, screenshot
+from tests.browser import recorded_page
 from tests.conftest import make_config
-from tests.static_site import static_site
-from tests.usechat_app import build_usechat_app, send, wait_ready
+from tests.usechat_app import send, wait_ready
 from tests.usechat_origin import open_usechat_from
 
 Serve = Callable[[Config], str]
@@ -34,30 +32,11 @@ Serve = Callable[[Config], str]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="module")
-def app_origin() -> Iterator[str]:
-    """The built app served from its own origin, ``http://127.0.0.1:PORT``."""
-    with static_site(build_usechat_app()) as origin:
-        yield origin
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as browser:
-        yield browser
-
-
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
     """A fresh page; its final state is saved as tests/artifacts/usechat-thread-<test>.png."""
-    context = await browser.new_context(viewport={"width": 900, "height": 900})
-    page = await context.new_page()
-    try:
+    async with recorded_page(browser, f"usechat-thread-{request.node.name}", 900, 900) as page:
         yield page
-    finally:
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
-        await screenshot(page, f"usechat-thread-{name}")
-        await context.close()
 
 
 def stored_agent(major: int, store: Path, app_origin: str, **settings: Any) -> Config:
