@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
-__all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "chromium", "chromium_path", "recorded_page", "screenshot"]
+__all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "build_app", "chromium", "chromium_path", "recorded_page", "screenshot"]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -71,3 +73,14 @@ async def recorded_page(browser: Browser, artifact: str, width: int, height: int
     finally:
         await screenshot(page, re.sub(r"[^A-Za-z0-9_.-]+", "-", artifact).strip("-"))
         await context.close()
+
+
+def build_app(app_dir: Path, name: str, timeout: float) -> None:
+    """Run ``app_dir``'s ``build.mjs`` (a no-op when its sources are unchanged); a clear failure otherwise."""
+    if not (app_dir / "node_modules").is_dir():
+        pytest.fail(f"{app_dir}/node_modules is missing: run scripts/test.sh, which installs it")
+    completed = subprocess.run(
+        ["node", str(app_dir / "build.mjs")], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if completed.returncode != 0:
+        pytest.fail(f"building the {name} app failed:\n{completed.stderr}\n{completed.stdout}")

@@ -18,19 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import build_app
+
 APP_DIR = Path(__file__).parent / "clients" / "copilotkit"
 QUIET = {"COPILOTKIT_TELEMETRY_DISABLED": "true", "DO_NOT_TRACK": "1", "SCARF_ANALYTICS": "false"}
 
 
 def build_copilotkit_app() -> None:
     """Build the page into tests/clients/copilotkit/dist (skipped when unchanged)."""
-    if not (APP_DIR / "node_modules").is_dir():
-        pytest.fail("tests/clients/copilotkit/node_modules is missing: run scripts/test.sh, which installs it")
-    completed = subprocess.run(
-        ["node", str(APP_DIR / "build.mjs")], capture_output=True, text=True, timeout=300, check=False
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"building the CopilotKit app failed:\n{completed.stderr}\n{completed.stdout}")
+    build_app(APP_DIR, "CopilotKit", timeout=300)
 
 
 @contextmanager

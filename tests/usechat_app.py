@@ -9,11 +9,11 @@ Serving it from a second origin needs chatgate's CORS support.
 from __future__ import annotations
 
 import mimetypes
-import subprocess
 from pathlib import Path
 
-import pytest
 from playwright.async_api import Page, Route
+
+from tests.browser import build_app
 
 APP_DIR = Path(__file__).parent / "clients" / "usechat"
 APP_PREFIX = "/__usechat"
@@ -22,13 +22,7 @@ TIMEOUT_MS = 15_000
 
 def build_usechat_app() -> Path:
     """Build the app for ai 5, 6 and 7 (skipped when unchanged); returns the folder holding ``aiN/``."""
-    if not (APP_DIR / "node_modules").is_dir():
-        pytest.fail("tests/clients/usechat/node_modules is missing: run scripts/test.sh, which installs and builds it")
-    completed = subprocess.run(
-        ["node", str(APP_DIR / "build.mjs")], capture_output=True, text=True, timeout=120, check=False
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"building the useChat app failed:\n{completed.stderr}\n{completed.stdout}")
+    build_app(APP_DIR, "useChat", timeout=120)
     return APP_DIR / "dist"
 
 
