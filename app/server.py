@@ -228,7 +228,10 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
             frames = protocol.encode(run_input, agent.config, events)
         headers = protocol.headers(agent.config)
         meter = metrics.stream(protocol.name, agent.name, started)
-        response = EventStreamResponse(frames, headers, keepalive=settings.keepalive_seconds, meter=meter)
+        joined = agent.config.conversations == "server"  # a run log's follower joins what piled up
+        response = EventStreamResponse(
+            frames, headers, keepalive=settings.keepalive_seconds, meter=meter, joined=joined
+        )
         return await hold_stream_slot(request, response)  # type: ignore[return-value]
 
     return chat

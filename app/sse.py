@@ -2,7 +2,9 @@
 
 Two tasks per stream, and one more that waits on the client:
 
-- a producer task pulls the pre-framed SSE chunks from the event chain and queues them;
+- a producer task pulls the pre-framed SSE chunks from the event chain and queues them (unless the
+  chunks come ``joined`` already: a run log's follower joins what piled up, so the request's task reads
+  it and sends each chunk itself, saving a task switch per frame);
 - the request's own task sends whatever is queued as one ASGI send each time it runs. When frames
   come one by one (a model streaming at its pace) that is one send per frame, as before; when many
   are ready at once (a burst from the upstream read in one go, the built-in model) they leave in one
@@ -50,8 +52,10 @@ class EventStreamResponse:
         *,
         keepalive: float = 15.0,
         meter: StreamMeter | None = None,
+        joined: bool = False,
     ) -> None:
         self._chunks = chunks
+        self._joined = joined
         self._headers = [(b"content-type", b"text/event-stream")] + [
             (key.lower().encode("latin-1"), value.encode("latin-1"))
             for key, value in headers.items()
@@ -78,17 +82,20 @@ class EventStreamResponse:
         assert body is not None
         loop = asyncio.get_running_loop()
         queue = _FrameQueue(loop)
-        producer = loop.create_task(self._produce(queue))
+        producer = None if self._joined else loop.create_task(self._produce(queue))
         watcher = loop.create_task(self._watch(receive, send, body))
         try:
-            await self._send_queued(queue, send)
+            if producer is None:
+                await self._send_each(send)
+            else:
+                await self._send_queued(queue, send)
         except asyncio.CancelledError:
             if not self._client_gone or body.uncancel() > 0:
                 raise  # cancelled from outside, not (only) by the watcher
         finally:
             self._body_done = True
             watcher.cancel()
-            if not producer.done():
+            if producer is not None and not producer.done():
                 producer.cancel()  # its ``aclosing`` closes the event chain, and so the upstream request
                 await asyncio.wait([producer])
             if meter is not None:
@@ -104,6 +111,23 @@ class EventStreamResponse:
             else:
                 await queue.wait()
         self._body_done = True  # no keepalive after the end
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _send_each(self, send: Send) -> None:
+        count = 0
+        try:
+            async with aclosing(self._chunks) as chunks:
+                async for chunk in chunks:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    self._sent = True
+                    count += 1
+                    if count == 1:
+                        self._first_event_at = time.perf_counter()
+        except Exception:
+            logger.exception("stream encoder failed")  # as in ``_produce``
+        finally:
+            self._events = count
+        self._body_done = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _produce(self, queue: _FrameQueue) -> None:

@@ -29,11 +29,13 @@ class SlowStream:
 
 @pytest.fixture
 def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, SlowStream]]:
-    stream = SlowStream(pause=0.25, frames=getattr(request, "param", 3))
+    frames, joined = getattr(request, "param", (3, False))
+    stream = SlowStream(pause=0.25, frames=frames)
 
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] == "http":
-            await EventStreamResponse(stream(), {"x-test": "1"}, keepalive=0.1)(scope, receive, send)
+            response = EventStreamResponse(stream(), {"x-test": "1"}, keepalive=0.1, joined=joined)
+            await response(scope, receive, send)
 
     server = LiveServer(app)
     server.start()
@@ -41,6 +43,7 @@ def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, SlowStream]]:
     server.stop()
 
 
+@pytest.mark.parametrize("live", [(3, False), (3, True)], indirect=True, ids=["queued", "joined"])
 def test_frames_arrive_with_keepalive_comments_in_the_silences(live: tuple[str, SlowStream]) -> None:
     url, _ = live
     response = httpx.get(url)
@@ -52,7 +55,7 @@ def test_frames_arrive_with_keepalive_comments_in_the_silences(live: tuple[str, 
     assert b"\r" not in body
 
 
-@pytest.mark.parametrize("live", [400], indirect=True)  # 100 s if nobody hung up
+@pytest.mark.parametrize("live", [(400, False), (400, True)], indirect=True, ids=["queued", "joined"])  # 100 s
 def test_a_client_that_hangs_up_closes_the_stream_at_once(live: tuple[str, SlowStream]) -> None:
     url, stream = live
     with httpx.stream("GET", url) as response:
@@ -62,7 +65,7 @@ def test_a_client_that_hangs_up_closes_the_stream_at_once(live: tuple[str, SlowS
     assert time.monotonic() - hung_up < 1.0
 
 
-async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0) -> list[bytes]:
+async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0, joined: bool = False) -> list[bytes]:
     """Run a response in process; the bodies of its sends."""
     sent: list[bytes] = []
     disconnected = asyncio.Event()
@@ -76,7 +79,7 @@ async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0) -
             sent.append(message["body"])  # type: ignore[arg-type]
             await asyncio.sleep(send_pause)
 
-    await EventStreamResponse(frames, {})({"type": "http"}, receive, send)  # type: ignore[arg-type]
+    await EventStreamResponse(frames, {}, joined=joined)({"type": "http"}, receive, send)  # type: ignore[arg-type]
     return sent
 
 
@@ -94,6 +97,15 @@ async def test_frames_ready_at_once_leave_in_one_send_and_paced_ones_one_by_one(
     assert b"".join(sent) == b"".join(f"data: {n}\n\n".encode() for n in range(100))
     assert len(sent) == 2  # the frames, then the end of the body
     assert await _drive(paced()) == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
+
+
+async def test_joined_chunks_are_sent_as_they_come_and_a_failing_source_still_ends_the_body() -> None:
+    async def joined() -> AsyncGenerator[bytes, None]:
+        yield b"data: 0\n\ndata: 1\n\n"
+        yield b"data: 2\n\n"
+        raise RuntimeError("the follower broke")
+
+    assert await _drive(joined(), joined=True) == [b"data: 0\n\ndata: 1\n\n", b"data: 2\n\n", b""]
 
 
 async def test_a_slow_client_holds_the_producer_back() -> None:
