@@ -43,6 +43,7 @@ def app_run_log(settings: ServerSettings, client: redis.Redis | None) -> RunLog:
         max_entries=settings.run_log_max_entries,
         ttl=settings.run_log_ttl_seconds,
         lease=settings.run_log_lease_seconds,
+        flush_interval=settings.run_log_flush_seconds,
     )
     return RedisRunLog(client, limits) if client is not None else MemoryRunLog(limits)
 

@@ -53,3 +53,12 @@ def test_a_model_without_a_provider_says_how_to_write_it(tmp_path: Path, capsys:
     assert status == 1
     assert "agents.bot.model: write the model as provider:model, e.g. openai:gpt-4.1" in err
     assert "pattern" not in err
+
+
+def test_a_run_log_flush_longer_than_a_third_of_the_lease_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = '[agents.bot]\nmodel = "builtin:echo"\n'
+    status, err = check(tmp_path, f"[server]\nrun_log_flush_seconds = 1.5\n{agent}", capsys)
+    assert (status, "run_log_flush_seconds must be at most a third of run_log_lease_seconds" in err) == (1, True)
+    assert check(tmp_path, f"[server]\nrun_log_flush_seconds = 0.2\n{agent}", capsys)[0] == 0

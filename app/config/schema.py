@@ -77,6 +77,13 @@ class ServerSettings(_Strict):
     run_log_max_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     run_log_max_entries: int = Field(default=10_000, gt=0)
     run_log_lease_seconds: float = Field(default=3.0, gt=0)
+    run_log_flush_seconds: float = Field(default=0.05, gt=0)
+
+    @model_validator(mode="after")
+    def _flush_within_the_lease(self) -> ServerSettings:
+        if self.run_log_flush_seconds * 3 > self.run_log_lease_seconds:
+            raise ValueError("run_log_flush_seconds must be at most a third of run_log_lease_seconds")
+        return self
 
     @field_validator("cors_origins")
     @classmethod

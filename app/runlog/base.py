@@ -22,8 +22,8 @@ class RunLogLimits:
     """In Redis: stream entries (batches of frames) kept per run."""
     ttl: float = 60.0
     """Seconds a finished run's log is kept for late followers."""
-    flush_interval: float = 0.02
-    """Redis: how long frames wait to be written together."""
+    flush_interval: float = 0.05
+    """Redis: how long frames wait to be written together (one write per process per interval)."""
     lease: float = 3.0
     """Redis: seconds a producer's lease lasts unless renewed; followers give up on it after this."""
 

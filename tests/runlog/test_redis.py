@@ -46,6 +46,23 @@ async def test_a_run_started_on_one_replica_reads_identically_on_the_other(
     assert await _read_all(b, run_id) == expected  # a late follower replays the whole run
 
 
+async def test_runs_streaming_together_each_read_their_own_frames_on_the_other_replica(
+    replicas: tuple[RedisRunLog, RedisRunLog],
+) -> None:
+    a, b = replicas  # one flush carries all three runs' frames
+    runs = [new_id("run") for _ in range(3)]
+    writers = [await a.create(run_id) for run_id in runs]
+    followers = [asyncio.create_task(_read_all(b, run_id)) for run_id in runs]
+    for index in range(30):
+        for number, writer in enumerate(writers):
+            writer.write(b"data: %d.%d\n\n" % (number, index))
+        await asyncio.sleep(0.003)
+    for writer in writers:
+        await writer.close("finished")
+    for number, follower in enumerate(followers):
+        assert await asyncio.wait_for(follower, 5) == b"".join(b"data: %d.%d\n\n" % (number, i) for i in range(30))
+
+
 async def test_writes_are_batched_not_one_entry_per_frame(
     replicas: tuple[RedisRunLog, RedisRunLog], redis_url: str
 ) -> None:
