@@ -117,7 +117,7 @@ class ThreadBusy(RequestError):
 
 
 class ThreadStore(Protocol):
-    """Server-held threads. Every method is one transaction; see ``sql.py`` for the rules."""
+    """Server-held threads. Every method is one transaction (or one query); see ``sql.py`` for the rules."""
 
     async def get_thread(self, owner: str, agent: str, thread_id: str) -> ThreadInfo | None:
         """The thread, or None if this owner has none by that id."""

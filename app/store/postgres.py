@@ -30,6 +30,14 @@ class _Transaction:
         return rows
 
 
+async def _no_reset_query(connection: Any) -> None:
+    """Return a connection to the pool without asyncpg's reset query, a round trip per release.
+
+    The store changes no session state (no ``SET``, ``LISTEN``, cursor or session advisory lock: the
+    migration lock is transaction-scoped), and asyncpg still rolls back a transaction left open.
+    """
+
+
 class PostgresEngine:
     """A pool of connections to one PostgreSQL database."""
 
@@ -41,13 +49,19 @@ class PostgresEngine:
     @classmethod
     async def open(cls, url: str) -> PostgresEngine:
         """Connect a pool to ``url``."""
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=10)
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=10, reset=_no_reset_query)
         return cls(pool)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Transaction]:
         """A transaction on a pooled connection."""
         async with self._pool.acquire() as connection, connection.transaction():
+            yield _Transaction(connection)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[_Transaction]:
+        """A pooled connection for one query, which is atomic without ``BEGIN`` and ``COMMIT`` trips."""
+        async with self._pool.acquire() as connection:
             yield _Transaction(connection)
 
     async def close(self) -> None:

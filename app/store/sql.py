@@ -61,6 +61,10 @@ class Engine(Protocol):
         """A transaction: committed when the block ends, rolled back when it raises."""
         ...
 
+    def read(self) -> AbstractAsyncContextManager[Transaction]:
+        """For one query on its own, which needs no transaction around it (no ``BEGIN``/``COMMIT`` trips)."""
+        ...
+
     async def close(self) -> None:
         """Close the connections."""
         ...
@@ -90,12 +94,12 @@ class SqlThreadStore:
 
     async def get_thread(self, owner: str, agent: str, thread_id: str) -> ThreadInfo | None:
         """The thread, or None if this owner has none by that id."""
-        async with self._engine.transaction() as tx:
+        async with self._engine.read() as tx:
             return await _thread(tx, owner, agent, thread_id)
 
     async def list_threads(self, owner: str, agent: str) -> list[ThreadSummary]:
         """The owner's threads on ``agent``, most recently updated first, titled by the first user text."""
-        async with self._engine.transaction() as tx:
+        async with self._engine.read() as tx:
             rows = await tx.fetch(
                 "SELECT t.id, t.updated_at, (SELECT m.body FROM messages m WHERE m.thread_key = t.key"
                 " AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_user"
@@ -114,7 +118,7 @@ class SqlThreadStore:
 
     async def messages(self, thread: ThreadInfo) -> list[StoredMessage]:
         """The thread's messages in order."""
-        async with self._engine.transaction() as tx:
+        async with self._engine.read() as tx:
             rows = await tx.fetch(
                 "SELECT seq, id, client_id, role, body, status, run_id FROM messages"
                 " WHERE thread_key = $1 ORDER BY seq",
@@ -178,9 +182,8 @@ class SqlThreadStore:
             )
             if drop_from_seq is not None:
                 await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND seq >= $2", thread.key, drop_from_seq)
-            seq = await _next_seq(tx, thread.key)
-            for offset, new in enumerate(append):
-                await _insert(tx, thread.key, seq + offset, new.message, new.client_id, "complete", None, now)
+            for new in append:
+                await _insert(tx, thread.key, new.message, new.client_id, "complete", None, now)
             return thread
 
     async def checkpoint(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message]) -> None:
@@ -288,7 +291,7 @@ class SqlThreadStore:
 
     async def settled_approval(self, approval_id: str) -> str | None:
         """The outcome recorded for ``approval_id``."""
-        async with self._engine.transaction() as tx:
+        async with self._engine.read() as tx:
             rows = await tx.fetch("SELECT outcome FROM approvals WHERE approval_id = $1", approval_id)
         return rows[0]["outcome"] if rows else None
 
@@ -379,34 +382,27 @@ async def _write_turn(
 ) -> None:
     """Replace what ``run_id`` wrote before with ``turn``: a checkpoint rewrites, it never appends twice."""
     await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND run_id = $2", thread.key, run_id)
-    seq = await _next_seq(tx, thread.key)
     now = time.time()
-    for offset, message in enumerate(turn):
-        await _insert(tx, thread.key, seq + offset, message, None, status, run_id if keep_run else None, now)
-
-
-async def _next_seq(tx: Transaction, thread_key: str) -> int:
-    rows = await tx.fetch("SELECT MAX(seq) AS seq FROM messages WHERE thread_key = $1", thread_key)
-    last = rows[0]["seq"] if rows else None
-    return 0 if last is None else int(last) + 1
+    for message in turn:
+        await _insert(tx, thread.key, message, None, status, run_id if keep_run else None, now)
 
 
 async def _insert(
     tx: Transaction,
     thread_key: str,
-    seq: int,
     message: Message,
     client_id: str | None,
     status: MessageStatus,
     run_id: str | None,
     now: float,
 ) -> None:
+    """Append ``message`` after the thread's last one (its ``seq`` found by the statement itself)."""
     role, body = encode_message(message)
     await tx.execute(
         "INSERT INTO messages (thread_key, seq, id, client_id, role, body, status, run_id, created_at)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        " VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE thread_key = $1),"
+        " $2, $3, $4, $5, $6, $7, $8)",
         thread_key,
-        seq,
         message.id or new_id("msg"),
         client_id,
         role,

@@ -71,6 +71,16 @@ class SqliteEngine:
                 raise
             await asyncio.shield(self._connection.execute("COMMIT"))
 
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[_Transaction]:
+        """One query, with no ``BEGIN``.
+
+        Under the lock all the same: the connection is shared, and a query run beside another
+        coroutine's open transaction would read what that transaction has not committed.
+        """
+        async with self._lock:
+            yield _Transaction(self._connection)
+
     async def close(self) -> None:
         """Close the connection."""
         await self._connection.close()

@@ -166,3 +166,28 @@ async def test_an_approval_is_claimed_once(store_url: str) -> None:
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_read_never_sees_a_checkpoint_half_written(store_url: str) -> None:
+    # A read runs with no transaction of its own; on SQLite's one shared connection it must still wait
+    # for a transaction in progress, which deletes the run's rows before writing them again.
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hello")])
+        answer = [AssistantMessage((TextPart("so far"),), id="msg_a")]
+        await store.checkpoint(thread, "run1", answer)
+        seen: list[int] = []
+
+        async def read_often() -> None:
+            for _ in range(60):
+                seen.append(len(await store.messages(thread)))
+                await asyncio.sleep(0)
+
+        reader = asyncio.create_task(read_often())
+        for _ in range(30):
+            await store.checkpoint(thread, "run1", answer)
+        await reader
+        assert set(seen) == {2}
+        assert [m.seq for m in await store.messages(thread)] == [0, 1]
+    finally:
+        await store.close()
