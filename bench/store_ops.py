@@ -1,0 +1,109 @@
+"""CPU per store operation and per run-log flush, on a real SQLite file, PostgreSQL and Redis.
+
+    .venv/bin/python bench/store_ops.py [--repeat 400] [--rounds 4]
+
+What a stored turn pays beside its tokens, one operation at a time, in this process (uvloop, as
+``chatgate serve`` runs; the CPU of aiosqlite's thread counts, PostgreSQL's and Redis's own does not):
+
+- ``get_thread`` (a lone query) and ``checkpoint`` (a 200-word partial turn rewritten, the heartbeat
+  refreshed) on ``SqlThreadStore`` over SQLite and over PostgreSQL;
+- one flush of the Redis run log (``RedisRunLog``'s script: every running run's new frames in one call)
+  for 1 and for 10 runs, beside what the same writes cost as a redis-py pipeline of one ``XADD`` per run.
+
+The best of ``--rounds`` rounds of ``--repeat`` calls each is reported, in µs of CPU per call. PostgreSQL
+and Redis are started on loopback and stopped (tests/servers.py). A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import redis.asyncio as redis
+import uvloop
+from harness import ROOT
+from setups import children_quiet
+
+from chatgate.history import AssistantMessage, TextPart
+from chatgate.runlog.redis import _FLUSH
+from chatgate.store import open_store
+
+sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
+from tests.servers import running_postgres, running_redis
+
+FRAME = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_1","delta":"word "}\n\n'
+
+
+async def best_of(call: Callable[[], Awaitable[object]], repeat: int, rounds: int) -> float:
+    """The least CPU per call, in µs, over ``rounds`` rounds of ``repeat`` calls."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.process_time()
+        for _ in range(repeat):
+            await call()
+        best = min(best, (time.process_time() - started) / repeat * 1e6)
+    return best
+
+
+async def store_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
+    """``get_thread`` and ``checkpoint`` on the store at ``url``."""
+    store = await open_store(url, Path(tempfile.mkdtemp()))
+    try:
+        thread = await store.begin_run("owner", "agent", "t1", "run1", revision=0)
+        turn = [AssistantMessage((TextPart("word " * 200),), id="msg_1")]
+        return {
+            "get_thread": await best_of(lambda: store.get_thread("owner", "agent", "t1"), repeat, rounds),
+            "checkpoint": await best_of(lambda: store.checkpoint(thread, "run1", turn), repeat, rounds),
+        }
+    finally:
+        await store.close()
+
+
+async def flush_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
+    """One run-log flush as chatgate's script and as a pipeline of one XADD per run."""
+    client = redis.Redis.from_url(url)
+    flush = client.register_script(_FLUSH)
+    results = {}
+    for runs in (1, 10):
+        logs = [f"chatgate:run:bench{n}:log" for n in range(runs)]
+
+        async def script(logs: list[str] = logs) -> object:
+            return await flush(keys=logs, args=[10_000, len(logs), "replica", 3000, *[FRAME] * len(logs)])
+
+        async def pipeline(logs: list[str] = logs) -> object:
+            async with client.pipeline(transaction=False) as pipe:
+                for log in logs:
+                    pipe.xadd(log, {"f": FRAME}, maxlen=10_000, approximate=True)
+                return await pipe.execute()
+
+        results[f"flush, {runs} run(s): script"] = await best_of(script, repeat, rounds)
+        results[f"flush, {runs} run(s): pipeline"] = await best_of(pipeline, repeat, rounds)
+    await client.aclose()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    rows: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, value in uvloop.run(store_ops(f"sqlite:///{tmp}/bench.sqlite", args.repeat, args.rounds)).items():
+            rows[f"SQLite {name}"] = value
+    with children_quiet(), running_postgres() as url:
+        for name, value in uvloop.run(store_ops(url, args.repeat, args.rounds)).items():
+            rows[f"PostgreSQL {name}"] = value
+    with running_redis() as url:
+        rows |= uvloop.run(flush_ops(url, args.repeat, args.rounds))
+    width = max(map(len, rows))
+    for name, value in rows.items():
+        print(f"{name:<{width}}  {value:7.0f} µs CPU")
+
+
+if __name__ == "__main__":
+    main()
