@@ -44,7 +44,7 @@ from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.store import open_store
 from chatgate.thread_routes import thread_routes
-from chatgate.thread_run import close_thread_runs
+from chatgate.thread_run import checkpoint_runs, close_thread_runs
 from chatgate.thread_stage import open_thread_turn
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]
@@ -112,14 +112,16 @@ def create_app(
 
             watcher = ConfigWatcher(config_path, apply, config=config) if config_path is not None else None
             app.state.config_watcher = watcher
-            watching = asyncio.create_task(watcher.run()) if watcher is not None else None
+            background = [asyncio.create_task(watcher.run())] if watcher is not None else []
+            if app.state.store is not None:
+                background.append(asyncio.create_task(checkpoint_runs(app.state.store, app.state.thread_runs)))
             try:
                 yield
             finally:
-                if watching is not None:
-                    watching.cancel()
+                for task in background:
+                    task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
-                        await watching
+                        await task
                 await close_thread_runs(app.state.thread_runs)
                 await app.state.run_log.aclose()
                 if app.state.store is not None:

@@ -6,8 +6,9 @@ when the client hangs up, the run goes on to the end and is saved (``[store] fin
 the default), or is cancelled and what it said so far is saved as ``partial``. The turn is assembled
 in memory (``TurnRecorder``) and written at the end; every ``CHECKPOINT_SECONDS`` a checkpoint
 rewrites it as ``partial`` and refreshes the run's heartbeat, so a process killed mid-stream leaves
-at most that much unsaved, and its thread is freed once the heartbeat is stale. Nothing is written
-per token.
+at most that much unsaved, and its thread is freed once the heartbeat is stale. One task per process
+(``checkpoint_runs``) checkpoints every running turn together, in one store transaction. Nothing is
+written per token.
 
 Resume, reconnect and stop (docs/resume.md) attach here: any number of followers read the log, and
 a stop asked on any replica reaches the task through the log's writer.
@@ -41,9 +42,9 @@ from chatgate.ids import new_id
 from chatgate.run_follow import follow_run
 from chatgate.runlog import RunEnding, RunWriter
 from chatgate.runner import tool_message
-from chatgate.store import MessageStatus, ThreadInfo, ThreadStore
+from chatgate.store import MessageStatus, RunningTurn, ThreadInfo, ThreadStore
 
-__all__ = ["CHECKPOINT_SECONDS", "ThreadRun", "TurnRecorder", "close_thread_runs"]
+__all__ = ["CHECKPOINT_SECONDS", "ThreadRun", "TurnRecorder", "checkpoint_runs", "close_thread_runs"]
 
 logger = logging.getLogger("chatgate.thread_run")
 
@@ -168,9 +169,14 @@ class ThreadRun:
             if not self._finish_on_disconnect:
                 self.stop()
 
+    def running_turn(self) -> RunningTurn | None:
+        """The turn so far, for a checkpoint; None once the run's ending is decided (it saves itself)."""
+        if not self._started or self._terminal:
+            return None
+        return self.thread, self.run_id, self._recorder.turn()
+
     async def _drive(self) -> None:
         self._started = True
-        checkpoints = asyncio.create_task(self._checkpoints())
         watching = asyncio.create_task(self._watch_stop())
         try:
             async with aclosing(self._encode(self._saved_events())) as frames:  # type: ignore[type-var]
@@ -178,10 +184,9 @@ class ThreadRun:
                     self._writer.write(frame)
         finally:
             self._terminal = True
-            for task in (watching, checkpoints):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
             if not self._saved:  # cancelled from outside (shutdown): the encoder wrote no ending
                 await self._save("partial")
                 self._writer.write(self._interrupted(_SHUTDOWN, "server_shutdown"))
@@ -241,13 +246,21 @@ class ThreadRun:
         await self._writer.stop_requested()
         self.stop()
 
-    async def _checkpoints(self) -> None:
-        while True:
-            await asyncio.sleep(CHECKPOINT_SECONDS)
-            try:
-                await self._store.checkpoint(self.thread, self.run_id, self._recorder.turn())
-            except Exception:
-                logger.exception("thread run %r: checkpoint failed", self.run_id)
+
+async def checkpoint_runs(store: ThreadStore, runs: set[ThreadRun]) -> None:
+    """Every ``CHECKPOINT_SECONDS``, save the turn of every run in ``runs`` still going, in one transaction.
+
+    One task per process, started with the app: ten streaming runs cost one transaction a second, not ten.
+    """
+    while True:
+        await asyncio.sleep(CHECKPOINT_SECONDS)
+        running = [turn for turn in (run.running_turn() for run in runs) if turn is not None]
+        if not running:
+            continue
+        try:
+            await store.checkpoint(running)
+        except Exception:
+            logger.exception("checkpointing %d running turns failed", len(running))
 
 
 async def close_thread_runs(runs: set[ThreadRun]) -> None:

@@ -6,7 +6,8 @@ What a stored turn pays beside its tokens, one operation at a time, in this proc
 ``chatgate serve`` runs; the CPU of aiosqlite's thread counts, PostgreSQL's and Redis's own does not):
 
 - ``get_thread`` (a lone query) and ``checkpoint`` (a 200-word partial turn rewritten, the heartbeat
-  refreshed) on ``SqlThreadStore`` over SQLite and over PostgreSQL;
+  refreshed) of one run and of ten runs at once (one transaction) on ``SqlThreadStore`` over SQLite and
+  over PostgreSQL;
 - one flush of the Redis run log (``RedisRunLog``'s script: every running run's new frames in one call)
   for 1 and for 10 runs, beside what the same writes cost as a redis-py pipeline of one ``XADD`` per run.
 
@@ -53,11 +54,15 @@ async def store_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
     """``get_thread`` and ``checkpoint`` on the store at ``url``."""
     store = await open_store(url, Path(tempfile.mkdtemp()))
     try:
-        thread = await store.begin_run("owner", "agent", "t1", "run1", revision=0)
         turn = [AssistantMessage((TextPart("word " * 200),), id="msg_1")]
+        running = [
+            (await store.begin_run("owner", "agent", f"t{n}", f"run{n}", revision=0), f"run{n}", turn)
+            for n in range(10)
+        ]
         return {
             "get_thread": await best_of(lambda: store.get_thread("owner", "agent", "t1"), repeat, rounds),
-            "checkpoint": await best_of(lambda: store.checkpoint(thread, "run1", turn), repeat, rounds),
+            "checkpoint, 1 run": await best_of(lambda: store.checkpoint(running[:1]), repeat, rounds),
+            "checkpoint, 10 runs": await best_of(lambda: store.checkpoint(running), repeat // 10, rounds),
         }
     finally:
         await store.close()

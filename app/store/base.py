@@ -20,6 +20,7 @@ __all__ = [
     "AuditEntry",
     "MessageStatus",
     "NewMessage",
+    "RunningTurn",
     "StoredMessage",
     "SystemState",
     "ThreadBusy",
@@ -116,6 +117,10 @@ class ThreadBusy(RequestError):
         super().__init__(409, "thread_busy", message)
 
 
+RunningTurn: TypeAlias = tuple[ThreadInfo, str, Sequence[Message]]
+"""A run's turn so far, for ``ThreadStore.checkpoint``: its thread, its run id and its messages."""
+
+
 class ThreadStore(Protocol):
     """Server-held threads. Every method is one transaction (or one query); see ``sql.py`` for the rules."""
 
@@ -150,8 +155,8 @@ class ThreadStore(Protocol):
         """
         ...
 
-    async def checkpoint(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message]) -> None:
-        """Save what the run said so far as ``partial`` and refresh its heartbeat."""
+    async def checkpoint(self, running: Sequence[RunningTurn]) -> None:
+        """Save what each run said so far as ``partial`` and refresh its heartbeat, all in one transaction."""
         ...
 
     async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:

@@ -26,6 +26,7 @@ from chatgate.store.base import (
     AuditEntry,
     MessageStatus,
     NewMessage,
+    RunningTurn,
     StoredMessage,
     SystemState,
     ThreadBusy,
@@ -186,11 +187,16 @@ class SqlThreadStore:
                 await _insert(tx, thread.key, new.message, new.client_id, "complete", None, now)
             return thread
 
-    async def checkpoint(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message]) -> None:
-        """Save the turn so far as ``partial`` and refresh the heartbeat, if ``run_id`` still holds the thread."""
+    async def checkpoint(self, running: Sequence[RunningTurn]) -> None:
+        """Save each turn so far as ``partial`` and refresh its heartbeat if its run still holds the thread.
+
+        One transaction for every run of the process (``checkpoint_runs``): one ``BEGIN``, one ``COMMIT``
+        and, on SQLite, one turn of the connection's lock, however many runs are streaming.
+        """
         async with self._engine.transaction() as tx:
-            if await _still_running(tx, thread, run_id):
-                await _write_turn(tx, thread, run_id, turn, "partial", keep_run=True)
+            for thread, run_id, turn in running:
+                if await _still_running(tx, thread, run_id):
+                    await _write_turn(tx, thread, run_id, turn, "partial", keep_run=True)
 
     async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:
         """Save the run's turn with ``status`` and release the thread."""

@@ -27,7 +27,7 @@ async def test_a_run_commits_the_user_turn_then_saves_the_answer(store_url: str)
         stored = await store.messages(thread)
         assert [(m.public_id, m.status) for m in stored] == [("u1", "complete")]
         answer = AssistantMessage((TextPart("hi there"),), id="msg_a")
-        await store.checkpoint(thread, "run1", [AssistantMessage((TextPart("hi"),), id="msg_a")])
+        await store.checkpoint([(thread, "run1", [AssistantMessage((TextPart("hi"),), id="msg_a")])])
         assert [m.status for m in await store.messages(thread)] == ["complete", "partial"]
         await store.finish_run(thread, "run1", [answer], "complete")
         stored = await store.messages(thread)
@@ -132,7 +132,7 @@ async def test_a_dead_run_stops_blocking_and_keeps_its_partial_turn(store_url: s
     store = await _store(store_url)
     try:
         thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hi")])
-        await store.checkpoint(thread, "run1", [AssistantMessage((TextPart("half"),), id="m")])
+        await store.checkpoint([(thread, "run1", [AssistantMessage((TextPart("half"),), id="m")])])
         # The process died: nothing refreshes the heartbeat. Make it look old enough.
         import chatgate.store.sql as sql
 
@@ -175,7 +175,7 @@ async def test_a_read_never_sees_a_checkpoint_half_written(store_url: str) -> No
     try:
         thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hello")])
         answer = [AssistantMessage((TextPart("so far"),), id="msg_a")]
-        await store.checkpoint(thread, "run1", answer)
+        await store.checkpoint([(thread, "run1", answer)])
         seen: list[int] = []
 
         async def read_often() -> None:
@@ -185,9 +185,28 @@ async def test_a_read_never_sees_a_checkpoint_half_written(store_url: str) -> No
 
         reader = asyncio.create_task(read_often())
         for _ in range(30):
-            await store.checkpoint(thread, "run1", answer)
+            await store.checkpoint([(thread, "run1", answer)])
         await reader
         assert set(seen) == {2}
         assert [m.seq for m in await store.messages(thread)] == [0, 1]
+    finally:
+        await store.close()
+
+
+async def test_one_checkpoint_saves_every_running_turn_and_skips_a_run_that_ended(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        first = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("one")])
+        second = await store.begin_run("k", "a", "t2", "run2", revision=0, append=[_user("two")])
+        done = AssistantMessage((TextPart("two, done"),), id="m2")
+        await store.finish_run(second, "run2", [done], "complete")
+        await store.checkpoint(
+            [
+                (first, "run1", [AssistantMessage((TextPart("one so far"),), id="m1")]),
+                (second, "run2", [AssistantMessage((TextPart("two so"),), id="m2")]),  # too late: it ended
+            ]
+        )
+        assert [(m.message.id, m.status) for m in await store.messages(first)][1] == ("m1", "partial")
+        assert [(m.message, m.status) for m in await store.messages(second)][1] == (done, "complete")
     finally:
         await store.close()
