@@ -219,7 +219,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 runs=request.app.state.thread_runs,
                 metrics=metrics,
             )
-            frames = turn.frames
+            frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
         elif run_input.newest_only:
             problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
             raise RequestError(
@@ -227,10 +227,9 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
             )
         else:
             events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
-            frames = protocol.encode(run_input, agent.config, events)
+            frames, joined = protocol.encode(run_input, agent.config, events), False
         headers = protocol.headers(agent.config)
         meter = metrics.stream(protocol.name, agent.name, started)
-        joined = agent.config.conversations == "server"  # a run log's follower joins what piled up
         response = EventStreamResponse(
             frames, headers, keepalive=settings.keepalive_seconds, meter=meter, joined=joined
         )
