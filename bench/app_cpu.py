@@ -1,6 +1,7 @@
 """The app's own CPU per streamed event, in process: chatgate's ASGI app driven directly, no socket.
 
     .venv/bin/python bench/app_cpu.py [--model builtin|relay|canned] [--rounds 7] [--requests 200] [--pace-ms 0]
+        [--setup "thread+keys+Redis"]
 
 The socket benchmarks (stream_cpu.py, relay_cpu.py) count uvicorn and the kernel too, and their noise
 (about ±10% a round on a shared machine) hides a change of a few percent. Here the benchmark calls the
@@ -15,7 +16,9 @@ upstream's bytes happen to be split into reads, so they are noisy. ``--model can
 but the upstream's reply comes from inside the process (an ``httpx.MockTransport`` handing over the
 fake upstream's frames, one read per frame, as a paced upstream does): no socket, no httpcore, the
 same reads every time, so what is measured is chatgate's chain per token, from the read to the
-encoded frame. The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
+encoded frame. ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
+SQLite or PostgreSQL, Redis), started as ``compare.py`` starts it; the default is the stateless agent.
+The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
 not a test. To compare two versions of the code, run the same command with each version's
 interpreter, alternating.
 """
@@ -26,6 +29,7 @@ import argparse
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +39,10 @@ import httpx
 import uvloop
 from fake_openai import reply_frames
 from harness import running
+from load import UNIQUE
 from relay_cpu import USER_TEXT, chatgate_config
+from setups import SETUPS, STATELESS, Services, setup_config, use_chat_body
+from setups import ag_ui_body as setup_ag_ui_body
 from stream_cpu import CONFIG, ag_ui_body, drive, user_text, vercel_ai_body
 
 import chatgate.server
@@ -45,28 +52,32 @@ from chatgate.server import create_app
 TOKENS = 200
 
 
-async def request(app: Any, path: str, body: bytes) -> int:
+async def request(app: Any, path: str, body: bytes, headers: dict[str, str]) -> int:
     """One request through the app; returns the SSE events its body held."""
     events = 0
+    if UNIQUE in body:
+        body = body.replace(UNIQUE, uuid.uuid4().hex.encode())
 
     def count(message: dict[str, Any]) -> None:
         nonlocal events
         if message["type"] == "http.response.body":
             events += message.get("body", b"").count(b"\n\n")
 
-    await drive(app, path, body, count)
+    await drive(app, path, body, count, headers)
     return events
 
 
-async def measure(app: Any, routes: dict[str, tuple[str, bytes]], args: argparse.Namespace) -> None:
+async def measure(
+    app: Any, routes: dict[str, tuple[str, bytes]], headers: dict[str, str], args: argparse.Namespace
+) -> None:
     """Warm up, then alternate batches of each route for ``args.rounds`` rounds; print the medians."""
     per_event: dict[str, list[float]] = {name: [] for name in routes}
     async with app.router.lifespan_context(app):
         for name, (path, body) in routes.items():
-            events = await request(app, path, body)
+            events = await request(app, path, body, headers)
             assert events > TOKENS, f"{name}: {events} events; the reply did not come through whole"
             for _ in range(args.warmup):
-                await request(app, path, body)
+                await request(app, path, body, headers)
         for number in range(args.rounds):
             names = list(routes)
             names = names[number % len(names) :] + names[: number % len(names)]
@@ -75,7 +86,7 @@ async def measure(app: Any, routes: dict[str, tuple[str, bytes]], args: argparse
                 before = time.process_time()
                 events = 0
                 for _ in range(args.requests):
-                    events += await request(app, path, body)
+                    events += await request(app, path, body, headers)
                 per_event[name].append((time.process_time() - before) / events * 1e6)
             print(f"round {number + 1}: " + "  ".join(f"{n} {v[-1]:.3f}" for n, v in per_event.items()), flush=True)
     print(f"\n{'route':<10} {'app CPU µs/event':>17}   (median of {args.rounds} rounds; min, max)")
@@ -125,11 +136,23 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per batch")
     parser.add_argument("--warmup", type=int, default=20, help="requests per route before measuring")
     parser.add_argument("--pace-ms", type=float, default=0.0, help="relay: upstream delay before each token")
+    parser.add_argument("--setup", choices=[s.label for s in SETUPS if s.label], help="setups.py's setup")
     args = parser.parse_args()
-    with config_for(args) as (config_file, text):
-        routes = {"AG-UI": ("/ag-ui", ag_ui_body(text)), "useChat": ("/api/chat", vercel_ai_body(text))}
-        app = create_app(load_config(config_file))
-        uvloop.run(measure(app, routes, args))
+    setup = next((s for s in SETUPS if s.label == args.setup), STATELESS)
+    services = Services()
+    try:
+        with config_for(args) as (config_file, text):
+            config_file.write_text(
+                setup_config(config_file.read_text(), setup, services, config_file.with_suffix(".sqlite"))
+            )
+            routes = {
+                "AG-UI": ("/ag-ui", setup_ag_ui_body(text, setup.thread) if setup.thread else ag_ui_body(text)),
+                "useChat": ("/api/chat", use_chat_body(text, setup.thread) if setup.thread else vercel_ai_body(text)),
+            }
+            app = create_app(load_config(config_file))
+            uvloop.run(measure(app, routes, setup.headers(), args))
+    finally:
+        services.close()
 
 
 if __name__ == "__main__":

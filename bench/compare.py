@@ -207,13 +207,20 @@ def chatgate_variants(text: str, ag_ui_floor: str, use_chat_floor: str) -> list[
     return variants
 
 
+def matches(word: str, name: str) -> bool:
+    """Whether ``--variants`` ``word`` picks the variant ``name``: a part of it, or all of it after ``=``."""
+    if word.startswith("="):
+        return word[1:].lower() == name.lower()
+    return word.lower() in name.lower()
+
+
 def select(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """The scenario with only the variants asked for (and the floors they need), and only their servers."""
     wanted = [
         v
         for v in scenario.variants
         if not (args.skip_peers and v.server in PEER_SERVERS)
-        and (not args.variants or any(p.lower() in v.name.lower() for p in args.variants))
+        and (not args.variants or any(matches(word, v.name) for word in args.variants))
     ]
     names = {v.name for v in wanted} | {v.floor for v in wanted if v.floor}
     variants = [v for v in scenario.variants if v.name in names]
@@ -365,7 +372,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="load client processes")
     parser.add_argument("--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced)")
     parser.add_argument(
-        "--variants", nargs="+", help="measure only variants whose name holds one of these (and their floors)"
+        "--variants",
+        nargs="+",
+        help="measure only variants whose name holds one of these, or is one after '=' (and their floors)",
     )
     parser.add_argument("--skip-peers", action="store_true", help="leave out pydantic-ai and the AI SDK")
     parser.add_argument("--json", type=Path, help="where to write the figures (default bench/results/compare-*.json)")
