@@ -101,6 +101,7 @@ async def open_thread_turn(
                 revision=known.revision if known is not None else 0,
                 append=plan.append,
                 drop_from_seq=plan.drop_from_seq,
+                dead_run=known is not None and known.active_run is not None,
             )
             break
         except ThreadBusy:

@@ -5,6 +5,8 @@
 What a stored turn pays beside its tokens, one operation at a time, in this process (uvloop, as
 ``chatgate serve`` runs; the CPU of aiosqlite's thread counts, PostgreSQL's and Redis's own does not):
 
+- a turn, ``begin_run`` (the user's message committed, the thread taken) then ``finish_run`` (the
+  reply saved, the thread released), on a new thread and on one that already has turns;
 - ``get_thread`` (a lone query) and ``checkpoint`` (a 200-word partial turn rewritten, the heartbeat
   refreshed) of one run and of ten runs at once (one transaction) on ``SqlThreadStore`` over SQLite and
   over PostgreSQL;
@@ -29,9 +31,9 @@ import uvloop
 from harness import ROOT
 from setups import children_quiet
 
-from chatgate.history import AssistantMessage, TextPart
+from chatgate.history import AssistantMessage, TextPart, UserMessage
 from chatgate.runlog.redis import _FLUSH
-from chatgate.store import open_store
+from chatgate.store import NewMessage, ThreadStore, open_store
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
 from tests.servers import running_postgres, running_redis
@@ -50,16 +52,44 @@ async def best_of(call: Callable[[], Awaitable[object]], repeat: int, rounds: in
     return best
 
 
+class Turns:
+    """Whole turns on ``store``: each on a new thread, or each on the same thread after the one before."""
+
+    def __init__(self, store: ThreadStore) -> None:
+        self._store = store
+        self._count = 0
+        self._revision = 0
+        self._ask = [NewMessage(UserMessage((TextPart("hello there"),), id="u1"), "u1")]
+        self._reply = [AssistantMessage((TextPart("word " * 200),), id="msg_1")]
+
+    async def new_thread(self) -> None:
+        self._count += 1
+        await self._turn(f"new{self._count}", 0)
+
+    async def same_thread(self) -> None:
+        self._revision = await self._turn("same", self._revision)
+
+    async def _turn(self, thread_id: str, revision: int) -> int:
+        self._count += 1
+        run_id = f"turn{self._count}"
+        thread = await self._store.begin_run("owner", "agent", thread_id, run_id, revision=revision, append=self._ask)
+        await self._store.finish_run(thread, run_id, self._reply, "complete")
+        return thread.revision + 1
+
+
 async def store_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
-    """``get_thread`` and ``checkpoint`` on the store at ``url``."""
+    """A turn, ``get_thread`` and ``checkpoint`` on the store at ``url``."""
     store = await open_store(url, Path(tempfile.mkdtemp()))
     try:
+        turns = Turns(store)
         turn = [AssistantMessage((TextPart("word " * 200),), id="msg_1")]
         running = [
             (await store.begin_run("owner", "agent", f"t{n}", f"run{n}", revision=0), f"run{n}", turn)
             for n in range(10)
         ]
         return {
+            "turn, new thread": await best_of(turns.new_thread, repeat, rounds),
+            "turn, known thread": await best_of(turns.same_thread, repeat // 4, rounds),
             "get_thread": await best_of(lambda: store.get_thread("owner", "agent", "t1"), repeat, rounds),
             "checkpoint, 1 run": await best_of(lambda: store.checkpoint(running[:1]), repeat, rounds),
             "checkpoint, 10 runs": await best_of(lambda: store.checkpoint(running), repeat // 10, rounds),

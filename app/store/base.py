@@ -146,12 +146,15 @@ class ThreadStore(Protocol):
         revision: int,
         append: Sequence[NewMessage] = (),
         drop_from_seq: int | None = None,
+        dead_run: bool = True,
     ) -> ThreadInfo:
         """Make ``run_id`` the thread's one running run (creating the thread if ``revision`` is 0).
 
         Atomic: succeeds only if no live run holds the thread and its revision is still ``revision``,
         else raises ``ThreadBusy``. In the same transaction drops messages from ``drop_from_seq`` on
         (a regenerate) and appends ``append`` (the user's turn), so it is committed before the model runs.
+        ``dead_run`` False says the thread as read at ``revision`` had no run: no dead run's partial turn
+        then needs releasing (every change of run bumps the revision, so the read is still true).
         """
         ...
 

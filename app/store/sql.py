@@ -147,40 +147,49 @@ class SqlThreadStore:
         revision: int,
         append: Sequence[NewMessage] = (),
         drop_from_seq: int | None = None,
+        dead_run: bool = True,
     ) -> ThreadInfo:
-        """Take the thread for ``run_id`` and commit the user's turn; ``ThreadBusy`` if it cannot."""
+        """Take the thread for ``run_id`` and commit the user's turn; ``ThreadBusy`` if it cannot.
+
+        A new thread (``revision`` 0) is created already taken, and a known one is taken by an ``UPDATE``
+        that returns it: one statement either way, not an insert, an update and a read.
+        """
         now = time.time()
         async with self._engine.transaction() as tx:
             if revision == 0:
-                await tx.execute(
-                    "INSERT INTO threads (key, owner, agent, id, created_at, updated_at)"
-                    " VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (owner, agent, id) DO NOTHING",
+                rows = await tx.fetch(
+                    "INSERT INTO threads"
+                    " (key, owner, agent, id, revision, active_run, heartbeat, created_at, updated_at)"
+                    " VALUES ($1, $2, $3, $4, 1, $5, $6, $6, $6) ON CONFLICT (owner, agent, id) DO NOTHING"
+                    f" RETURNING {_THREAD_COLUMNS}",
                     new_id("thr"),
                     owner,
                     agent,
                     thread_id,
+                    run_id,
                     now,
                 )
-            taken = await tx.execute(
-                "UPDATE threads SET active_run = $1, heartbeat = $2, revision = revision + 1, updated_at = $2"
-                " WHERE owner = $3 AND agent = $4 AND id = $5 AND revision = $6"
-                " AND (active_run IS NULL OR heartbeat < $7)",
-                run_id,
-                now,
-                owner,
-                agent,
-                thread_id,
-                revision,
-                now - STALE_RUN_SECONDS,
-            )
-            if taken != 1:
-                raise ThreadBusy()
-            thread = await _thread(tx, owner, agent, thread_id)
-            assert thread is not None
-            # A run that died with its process leaves its turn marked partial; it is no longer anyone's run.
-            await tx.execute(
-                "UPDATE messages SET run_id = NULL WHERE thread_key = $1 AND run_id IS NOT NULL", thread.key
-            )
+            else:
+                rows = await tx.fetch(
+                    "UPDATE threads SET active_run = $1, heartbeat = $2, revision = revision + 1, updated_at = $2"
+                    " WHERE owner = $3 AND agent = $4 AND id = $5 AND revision = $6"
+                    f" AND (active_run IS NULL OR heartbeat < $7) RETURNING {_THREAD_COLUMNS}",
+                    run_id,
+                    now,
+                    owner,
+                    agent,
+                    thread_id,
+                    revision,
+                    now - STALE_RUN_SECONDS,
+                )
+            if not rows:
+                raise ThreadBusy()  # created by another request since it was read, or held, or changed
+            thread = _as_thread(rows[0])
+            if revision != 0 and dead_run:
+                # A run that died with its process leaves its turn marked partial; it is no longer anyone's run.
+                await tx.execute(
+                    "UPDATE messages SET run_id = NULL WHERE thread_key = $1 AND run_id IS NOT NULL", thread.key
+                )
             if drop_from_seq is not None:
                 await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND seq >= $2", thread.key, drop_from_seq)
             for new in append:
@@ -201,16 +210,18 @@ class SqlThreadStore:
     async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:
         """Save the run's turn with ``status`` and release the thread."""
         async with self._engine.transaction() as tx:
-            if not await _still_running(tx, thread, run_id):
-                return
-            await _write_turn(tx, thread, run_id, turn, status, keep_run=False)
-            await tx.execute(
+            # Released first: the update both checks the run still holds the thread and keeps it locked
+            # until the turn is written, so no other run can take it in between.
+            released = await tx.execute(
                 "UPDATE threads SET active_run = NULL, heartbeat = NULL, revision = revision + 1, updated_at = $1"
                 " WHERE key = $2 AND active_run = $3",
                 time.time(),
                 thread.key,
                 run_id,
             )
+            if released != 1:
+                return
+            await _write_turn(tx, thread, run_id, turn, status, keep_run=False)
 
     async def set_system(
         self, owner: str, agent: str, thread_id: str, system: SystemState, *, by: str | None, revision: int | None

@@ -39,6 +39,29 @@ async def test_a_run_commits_the_user_turn_then_saves_the_answer(store_url: str)
         await store.close()
 
 
+async def test_a_second_turn_follows_the_first_on_the_same_thread(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        first = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("one")])
+        await store.finish_run(first, "run1", [AssistantMessage((TextPart("1"),), id="a1")], "complete")
+        known = await store.get_thread("k", "a", "t1")
+        assert known is not None and known.active_run is None
+        second = await store.begin_run(
+            "k", "a", "t1", "run2", revision=known.revision, append=[_user("two", "u2")], dead_run=False
+        )
+        assert second.key == first.key and second.active_run == "run2" and second.revision == known.revision + 1
+        await store.finish_run(second, "run2", [AssistantMessage((TextPart("2"),), id="a2")], "complete")
+        stored = await store.messages(second)
+        assert [(m.message.id, m.status, m.run_id) for m in stored] == [
+            ("srv_u1", "complete", None),
+            ("a1", "complete", None),
+            ("srv_u2", "complete", None),
+            ("a2", "complete", None),
+        ]
+    finally:
+        await store.close()
+
+
 async def test_migrations_apply_once(store_url: str) -> None:
     first = await _store(store_url)
     await first.close()
