@@ -10,6 +10,7 @@ What a stored turn pays beside its tokens, one operation at a time, in this proc
 - ``get_thread`` (a lone query) and ``checkpoint`` (a 200-word partial turn rewritten, the heartbeat
   refreshed) of one run and of ten runs at once (one transaction) on ``SqlThreadStore`` over SQLite and
   over PostgreSQL;
+- a run's log opened and ended in Redis (``RedisRunLog.create``, one frame, the writer's ``close``);
 - one flush of the Redis run log (``RedisRunLog``'s script: every running run's new frames in one call)
   for 1 and for 10 runs, beside what the same writes cost as a redis-py pipeline of one ``XADD`` per run.
 
@@ -32,7 +33,7 @@ from harness import ROOT
 from setups import children_quiet
 
 from chatgate.history import AssistantMessage, TextPart, UserMessage
-from chatgate.runlog.redis import _FLUSH
+from chatgate.runlog.redis import _FLUSH, RedisRunLog
 from chatgate.store import NewMessage, ThreadStore, open_store
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
@@ -98,6 +99,26 @@ async def store_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
         await store.close()
 
 
+async def run_log_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
+    """A run's log opened, one frame written and the log ended, on Redis."""
+    client = redis.Redis.from_url(url)
+    run_log = RedisRunLog(client)
+    count = 0
+
+    async def run() -> None:
+        nonlocal count
+        count += 1
+        writer = await run_log.create(f"bench{count}")
+        writer.write(FRAME)
+        await writer.close("finished")
+
+    try:
+        return {"run log opened and ended": await best_of(run, repeat, rounds)}
+    finally:
+        await run_log.aclose()
+        await client.aclose()
+
+
 async def flush_ops(url: str, repeat: int, rounds: int) -> dict[str, float]:
     """One run-log flush as chatgate's script and as a pipeline of one XADD per run."""
     client = redis.Redis.from_url(url)
@@ -134,6 +155,7 @@ def main() -> None:
         for name, value in uvloop.run(store_ops(url, args.repeat, args.rounds)).items():
             rows[f"PostgreSQL {name}"] = value
     with running_redis() as url:
+        rows |= uvloop.run(run_log_ops(url, args.repeat, args.rounds))
         rows |= uvloop.run(flush_ops(url, args.repeat, args.rounds))
     width = max(map(len, rows))
     for name, value in rows.items():

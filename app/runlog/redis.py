@@ -15,7 +15,8 @@ started the run above all) read them without a round trip to Redis.
 One pump task per process writes every run's new frames, and renews the leases, in one script call
 (``_FLUSH``) per ``flush_interval``: one command to encode and one reply to parse however many runs are
 streaming. A pipeline of one command per run cost redis-py about 40 µs of CPU a command
-(docs/performance.md).
+(docs/performance.md). A run's start and its ending are one script call each too (``_CREATE``, ``_END``),
+atomic as a ``MULTI`` block is, for one command's cost.
 """
 
 from __future__ import annotations
@@ -53,6 +54,22 @@ end
 return stops
 """
 
+_CREATE = """
+-- KEYS: the log, the lease. ARGV: this replica, the lease in ms, max entries
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 't', 'start')
+"""
+
+_END = """
+-- KEYS: the log, the lease, the stop key. ARGV: max entries, the log's ttl in ms, the ending, then the
+-- run's last frames if any were not flushed yet
+if ARGV[4] then
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'f', ARGV[4])
+end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', 'end', 'e', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('DEL', KEYS[2], KEYS[3])
+"""
 
 _Entry = tuple[bytes, dict[bytes, bytes]]
 
@@ -119,15 +136,16 @@ class RedisRunLog:
         self._running: dict[str, _RedisRunWriter] = {}
         self._flushing = asyncio.Lock()  # an ending never overtakes its run's last batch
         self._pump_task: asyncio.Task[None] | None = None
+        self._create = client.register_script(_CREATE)
+        self._end = client.register_script(_END)
 
     async def create(self, run_id: str) -> _RedisRunWriter:
         """Open the log of a new run, leased to this replica."""
         writer = _RedisRunWriter(await self._local.create(run_id), self)
         log, lease, _ = writer.keys
-        async with self._client.pipeline(transaction=True) as pipe:
-            pipe.set(lease, self.replica, px=int(self.limits.lease * 1000))
-            pipe.xadd(log, {"t": "start"}, maxlen=self.limits.max_entries, approximate=True)
-            await pipe.execute()
+        await self._create(
+            keys=[log, lease], args=[self.replica, int(self.limits.lease * 1000), self.limits.max_entries]
+        )
         self._running[run_id] = writer
         if self._pump_task is None or self._pump_task.done():
             self._pump_task = asyncio.create_task(self._pump(), name="runlog-pump")
@@ -176,15 +194,12 @@ class RedisRunLog:
         """Write the run's last frames and its ending, drop its lease, and let its log expire."""
         self._running.pop(writer.run_id, None)
         self.dirty.discard(writer)
-        log, lease, stop = writer.keys
         try:
-            async with self._flushing, self._client.pipeline(transaction=True) as pipe:
-                for batch in self._take_batches({writer})[1]:
-                    pipe.xadd(log, {"f": batch}, maxlen=self.limits.max_entries, approximate=True)
-                pipe.xadd(log, {"t": "end", "e": ending}, maxlen=self.limits.max_entries, approximate=True)
-                pipe.pexpire(log, int(self.limits.ttl * 1000))
-                pipe.delete(lease, stop)
-                await pipe.execute()
+            async with self._flushing:
+                last = self._take_batches({writer})[1]
+                await self._end(
+                    keys=list(writer.keys), args=[self.limits.max_entries, int(self.limits.ttl * 1000), ending, *last]
+                )
         except redis.RedisError as exc:
             logger.warning("run %s: the run log's ending could not reach Redis: %s", writer.run_id, exc)
 
