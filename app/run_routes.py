@@ -68,14 +68,17 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         if frames is None:
             return Response(status_code=204)
         metrics: Metrics = request.app.state.metrics
-        response = EventStreamResponse(
-            frames,
-            protocol.headers(agent.config),
-            keepalive=registry.config.server.keepalive_seconds,
-            meter=metrics.stream(protocol.name, agent.name, started),
-            joined=True,
-        )
-        return await hold_stream_slot(request, response)  # type: ignore[return-value]
+
+        async def follow() -> EventStreamResponse:
+            return EventStreamResponse(
+                frames,
+                protocol.headers(agent.config),
+                keepalive=registry.config.server.keepalive_seconds,
+                meter=metrics.stream(protocol.name, agent.name, started),
+                joined=True,
+            )
+
+        return await hold_stream_slot(request, follow)  # type: ignore[return-value]
 
     return resume
 

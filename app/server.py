@@ -205,35 +205,41 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         check_files(run_input.messages, settings)
         check_request_limits(run_input, settings)
         metrics: Metrics = request.app.state.metrics
-        if agent.config.conversations == "server":
-            turn = await open_thread_turn(
-                request.app.state.store,
-                agent,
-                caller,
-                run_input,
-                protocol=protocol,
-                run_log=request.app.state.run_log,
-                base_dir=registry.config.base_dir,
-                stopping=request.app.state.stopping,
-                finish_on_disconnect=registry.config.store.finish_on_disconnect,
-                runs=request.app.state.thread_runs,
-                metrics=metrics,
-            )
-            frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
-        elif run_input.newest_only:
+        stored = agent.config.conversations == "server"
+        if not stored and run_input.newest_only:
             problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
             raise RequestError(
                 422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
             )
-        else:
-            events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
-            frames, joined = protocol.encode(run_input, agent.config, events), False
-        headers = protocol.headers(agent.config)
-        meter = metrics.stream(protocol.name, agent.name, started)
-        response = EventStreamResponse(
-            frames, headers, keepalive=settings.keepalive_seconds, meter=meter, joined=joined
-        )
-        return await hold_stream_slot(request, response)  # type: ignore[return-value]
+
+        async def start() -> EventStreamResponse:
+            if stored:
+                turn = await open_thread_turn(
+                    request.app.state.store,
+                    agent,
+                    caller,
+                    run_input,
+                    protocol=protocol,
+                    run_log=request.app.state.run_log,
+                    base_dir=registry.config.base_dir,
+                    stopping=request.app.state.stopping,
+                    finish_on_disconnect=registry.config.store.finish_on_disconnect,
+                    runs=request.app.state.thread_runs,
+                    metrics=metrics,
+                )
+                frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
+            else:
+                events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
+                frames, joined = protocol.encode(run_input, agent.config, events), False
+            return EventStreamResponse(
+                frames,
+                protocol.headers(agent.config),
+                keepalive=settings.keepalive_seconds,
+                meter=metrics.stream(protocol.name, agent.name, started),
+                joined=joined,
+            )
+
+        return await hold_stream_slot(request, start)  # type: ignore[return-value]
 
     return chat
 

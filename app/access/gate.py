@@ -3,12 +3,14 @@
 ``AccessMiddleware`` runs before routing on every HTTP request except the open probes (``/healthz``,
 ``/readyz``): it authenticates the key (app/access/keys.py), puts the ``Caller`` in the scope for
 ``caller_of``, and counts the request against the key's ``rpm``. It never wraps ``send``, so a stream's
-frames pass it untouched. The chat endpoint then calls ``check_agent`` and, just before it streams,
-``hold_stream_slot`` for the key's ``max_concurrent_streams``.
+frames pass it untouched. The chat endpoint then calls ``check_agent`` and, once the request is
+known to be valid and before anything runs for it, ``hold_stream_slot`` for the key's
+``max_concurrent_streams``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -124,23 +126,35 @@ def resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> 
     return agent
 
 
-async def hold_stream_slot(request: Request, response: ASGIApp) -> ASGIApp:
-    """``response`` holding one of the caller's stream slots until it ends (429 when none is free).
+async def hold_stream_slot(request: Request, start: Callable[[], Awaitable[ASGIApp]]) -> ASGIApp:
+    """The response ``start`` makes, holding one of the caller's stream slots until it ends.
 
-    Call it last before returning a streaming response: the slot is released when the response ends,
-    whether it finished, failed or the client went away.
+    The slot is taken before ``start`` runs, so a stream refused for ``max_concurrent_streams`` (429)
+    commits nothing and calls no model; if ``start`` refuses instead, the slot is given back. Once
+    held, it is released when the response ends, whether it finished, failed or the client went away.
     """
     state = request.app.state
     access = _access(state)
     key = access.ring(state.agents.config).key(caller_of(request).key_id)
     if key is None or key.max_concurrent_streams is None:
-        return response
+        return await start()
     try:
         slot = await access.limits(state).open_stream(key.id, key.max_concurrent_streams)
     except RequestError as refused:
         _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
         raise
+    try:
+        response = await start()
+    except BaseException:
+        await _release(slot)
+        raise
     return _Holding(response, slot)
+
+
+async def _release(slot: StreamSlot) -> None:
+    """Give ``slot`` back, even from a cancelled task; a Redis slot that cannot be reached expires."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await slot.release()
 
 
 class _Holding:
@@ -163,5 +177,4 @@ class _Holding:
                 await self._response(scope, receive, send)
                 group.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await self._slot.release()
+            await _release(self._slot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import httpx
@@ -44,3 +45,51 @@ def test_threads_belong_to_the_key_that_made_them(serve: Serve, store_url: str) 
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "agent_not_allowed"
         assert client.get("/agents/bot/threads").status_code == 401
         assert client.get("/agents/bot/threads/t1/messages", headers=_auth("alice")).status_code == 200
+
+
+def test_a_stream_refused_for_its_slot_starts_no_run(serve: Serve, store_url: str) -> None:
+    """A 429 for ``max_concurrent_streams`` comes before the turn: nothing committed, no model called."""
+    config = make_config(
+        {"bot": {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.2}}},
+        store={"url": store_url},
+        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": 1}],
+    )
+    url = serve(config)
+
+    def body(thread: str) -> dict[str, object]:
+        return {"id": thread, "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "a b c"}]}}
+
+    with httpx.Client(base_url=url, timeout=30) as client:
+        with client.stream("POST", "/agents/bot/chat", json=body("held"), headers=_auth("alice")) as held:
+            assert held.status_code == 200
+            chunks = held.iter_raw()  # kept: a dropped iterator would close the response
+            next(chunks)
+            for thread in ("refused1", "refused2", "held"):
+                refused = client.post("/agents/bot/chat", json=body(thread), headers=_auth("alice"))
+                assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_streams"
+        threads = client.get("/agents/bot/threads", headers=_auth("alice")).json()["threads"]
+        assert [t["id"] for t in threads] == ["held"]
+        assert client.get("/agents/bot/threads/refused1/messages", headers=_auth("alice")).status_code == 404
+
+
+def test_racing_streams_over_the_slot_limit_run_one_turn(serve: Serve, store_url: str) -> None:
+    """Five new threads at once with one slot: one 200, four 429s, and one thread in the store."""
+    config = make_config(
+        {"bot": {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.2}}},
+        store={"url": store_url},
+        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": 1}],
+    )
+    url = serve(config)
+
+    async def race() -> list[int]:
+        async with httpx.AsyncClient(base_url=url, timeout=30, headers=_auth("alice")) as client:
+            bodies = [
+                {"id": f"t{n}", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "a b"}]}}
+                for n in range(5)
+            ]
+            replies = await asyncio.gather(*(client.post("/agents/bot/chat", json=body) for body in bodies))
+            return sorted(reply.status_code for reply in replies)
+
+    assert asyncio.run(race()) == [200, 429, 429, 429, 429]
+    threads = httpx.get(f"{url}/agents/bot/threads", headers=_auth("alice"), timeout=30).json()["threads"]
+    assert len(threads) == 1
