@@ -73,7 +73,10 @@ class Turns:
     async def _turn(self, thread_id: str, revision: int) -> int:
         self._count += 1
         run_id = f"turn{self._count}"
-        thread = await self._store.begin_run("owner", "agent", thread_id, run_id, revision=revision, append=self._ask)
+        # The thread as read had no run (the last one finished), as open_thread_turn tells the store.
+        thread = await self._store.begin_run(
+            "owner", "agent", thread_id, run_id, revision=revision, append=self._ask, dead_run=False
+        )
         await self._store.finish_run(thread, run_id, self._reply, "complete")
         return thread.revision + 1
 
