@@ -93,3 +93,25 @@ def test_racing_streams_over_the_slot_limit_run_one_turn(serve: Serve, store_url
     assert asyncio.run(race()) == [200, 429, 429, 429, 429]
     threads = httpx.get(f"{url}/agents/bot/threads", headers=_auth("alice"), timeout=30).json()["threads"]
     assert len(threads) == 1
+
+
+def test_a_turn_refused_after_its_slot_was_taken_gives_the_slot_back(serve: Serve, store_url: str) -> None:
+    """409 on a busy thread releases the slot it held meanwhile: a third 409, not a 429, and room for more."""
+    config = make_config(
+        {"bot": {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.2}}},
+        store={"url": store_url},
+        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": 2}],
+    )
+    url = serve(config)
+    body = {"id": "t1", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "a b c"}]}}
+    with (
+        httpx.Client(base_url=url, timeout=30, headers=_auth("alice")) as client,
+        client.stream("POST", "/agents/bot/chat", json=body) as held,
+    ):
+        assert held.status_code == 200
+        chunks = held.iter_raw()  # kept: a dropped iterator would close the response
+        next(chunks)
+        again = {**body, "message": {**body["message"], "id": "u2"}}
+        codes = [client.post("/agents/bot/chat", json=again).status_code for _ in range(3)]
+        assert codes == [409, 409, 409]
+        assert client.post("/agents/bot/chat", json={**body, "id": "t2"}).status_code == 200
