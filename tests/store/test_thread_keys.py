@@ -47,14 +47,18 @@ def test_threads_belong_to_the_key_that_made_them(serve: Serve, store_url: str) 
         assert client.get("/agents/bot/threads/t1/messages", headers=_auth("alice")).status_code == 200
 
 
-def test_a_stream_refused_for_its_slot_starts_no_run(serve: Serve, store_url: str) -> None:
-    """A 429 for ``max_concurrent_streams`` comes before the turn: nothing committed, no model called."""
-    config = make_config(
+def _slow_agent(store_url: str, *, max_concurrent_streams: int) -> Config:
+    """A stored-thread agent answering a word each 0.2 s, and alice's key with that many stream slots."""
+    return make_config(
         {"bot": {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.2}}},
         store={"url": store_url},
-        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": 1}],
+        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": max_concurrent_streams}],
     )
-    url = serve(config)
+
+
+def test_a_stream_refused_for_its_slot_starts_no_run(serve: Serve, store_url: str) -> None:
+    """A 429 for ``max_concurrent_streams`` comes before the turn: nothing committed, no model called."""
+    url = serve(_slow_agent(store_url, max_concurrent_streams=1))
 
     def body(thread: str) -> dict[str, object]:
         return {"id": thread, "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "a b c"}]}}
@@ -74,12 +78,7 @@ def test_a_stream_refused_for_its_slot_starts_no_run(serve: Serve, store_url: st
 
 def test_racing_streams_over_the_slot_limit_run_one_turn(serve: Serve, store_url: str) -> None:
     """Five new threads at once with one slot: one 200, four 429s, and one thread in the store."""
-    config = make_config(
-        {"bot": {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.2}}},
-        store={"url": store_url},
-        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": 1}],
-    )
-    url = serve(config)
+    url = serve(_slow_agent(store_url, max_concurrent_streams=1))
 
     async def race() -> list[int]:
         async with httpx.AsyncClient(base_url=url, timeout=30, headers=_auth("alice")) as client:
@@ -97,12 +96,7 @@ def test_racing_streams_over_the_slot_limit_run_one_turn(serve: Serve, store_url
 
 def test_a_turn_refused_after_its_slot_was_taken_gives_the_slot_back(serve: Serve, store_url: str) -> None:
     """409 on a busy thread releases the slot it held meanwhile: a third 409, not a 429, and room for more."""
-    config = make_config(
-        {"bot": {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.2}}},
-        store={"url": store_url},
-        keys=[{"id": "alice", "key": KEYS["alice"], "max_concurrent_streams": 2}],
-    )
-    url = serve(config)
+    url = serve(_slow_agent(store_url, max_concurrent_streams=2))
     body = {"id": "t1", "message": {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "a b c"}]}}
     with (
         httpx.Client(base_url=url, timeout=30, headers=_auth("alice")) as client,
