@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,9 +16,12 @@ from typing import Any
 
 import aiosqlite
 
-__all__ = ["SqliteEngine", "sqlite_path"]
+__all__ = ["MIN_SQLITE", "SqliteEngine", "sqlite_path"]
 
 _PARAMETER = re.compile(r"\$(\d+)")
+
+MIN_SQLITE = (3, 35, 0)
+"""The oldest SQLite the store runs on: its turns take a thread with ``INSERT``/``UPDATE ... RETURNING``."""
 
 
 def sqlite_path(url: str, base_dir: Path) -> Path:
@@ -51,7 +55,13 @@ class SqliteEngine:
 
     @classmethod
     async def open(cls, path: Path) -> SqliteEngine:
-        """Open (creating) the database file."""
+        """Open (creating) the database file; refuse an SQLite older than ``MIN_SQLITE`` at once."""
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            needed = ".".join(map(str, MIN_SQLITE))
+            raise RuntimeError(
+                f"the SQLite store needs SQLite {needed} or later, and this Python's sqlite3 module has"
+                f" {sqlite3.sqlite_version}: use a newer Python build (the official images have 3.40+) or PostgreSQL"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = await aiosqlite.connect(path, isolation_level=None)
         connection.row_factory = aiosqlite.Row

@@ -233,3 +233,15 @@ async def test_one_checkpoint_saves_every_running_turn_and_skips_a_run_that_ende
         assert [(m.message, m.status) for m in await store.messages(second)][1] == (done, "complete")
     finally:
         await store.close()
+
+
+async def test_an_sqlite_too_old_for_the_store_is_refused_at_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chatgate.store.sqlite as engine
+
+    monkeypatch.setattr(engine.sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(engine.sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(RuntimeError, match=r"SQLite 3\.35\.0 or later.* has 3\.31\.1"):
+        await open_store(f"sqlite:///{tmp_path}/old.db", tmp_path)
+    assert not (tmp_path / "old.db").exists()
