@@ -235,6 +235,26 @@ async def test_one_checkpoint_saves_every_running_turn_and_skips_a_run_that_ende
         await store.close()
 
 
+async def test_a_checkpoint_racing_the_finish_never_leaves_the_turn_twice(store_url: str) -> None:
+    """Whichever commits first, a turn ends as the final answer alone: no partial copy beside it."""
+    stores = [await _store(store_url) for _ in range(2)]
+    try:
+        for n in range(12):
+            thread = await stores[0].begin_run("k", "a", f"t{n}", f"run{n}", revision=0, append=[_user("hi")])
+            partial = [AssistantMessage((TextPart("so far"),), id="m")]
+            final = AssistantMessage((TextPart("so far and done"),), id="m")
+            racers = [
+                stores[1].checkpoint([(thread, f"run{n}", partial)]),
+                stores[0].finish_run(thread, f"run{n}", [final], "complete"),
+            ]
+            await asyncio.gather(*(racers if n % 2 else racers[::-1]))
+            stored = await stores[0].messages(thread)
+            assert [(m.message, m.status, m.run_id) for m in stored[1:]] == [(final, "complete", None)]
+    finally:
+        for store in stores:
+            await store.close()
+
+
 async def test_an_sqlite_too_old_for_the_store_is_refused_at_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
