@@ -78,7 +78,11 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
                 joined=True,
             )
 
-        return await hold_stream_slot(request, follow)  # type: ignore[return-value]
+        try:
+            return await hold_stream_slot(request, follow)  # type: ignore[return-value]
+        except BaseException:
+            await frames.aclose()  # refused a slot: stop following the run now, not when collected
+            raise
 
     return resume
 
