@@ -186,10 +186,7 @@ class SqlThreadStore:
                 raise ThreadBusy()  # created by another request since it was read, or held, or changed
             thread = _as_thread(rows[0])
             if revision != 0 and dead_run:
-                # A run that died with its process leaves its turn marked partial; it is no longer anyone's run.
-                await tx.execute(
-                    "UPDATE messages SET run_id = NULL WHERE thread_key = $1 AND run_id IS NOT NULL", thread.key
-                )
+                await _forget_dead_run(tx, thread.key)
             if drop_from_seq is not None:
                 await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND seq >= $2", thread.key, drop_from_seq)
             for new in append:
@@ -360,10 +357,15 @@ async def _held(tx: Transaction, owner: str, agent: str, thread_id: str, revisio
         raise RequestError(404, "unknown_thread", f"no thread {thread_id!r} on agent {agent!r}")
     if changed != 1:
         raise ThreadBusy("the thread is busy with a run or changed since you read it (revision); try again")
-    if thread.active_run is not None:  # the run that held it died: it is no longer anyone's run
+    if thread.active_run is not None:  # the run that held it died
         await tx.execute("UPDATE threads SET active_run = NULL, heartbeat = NULL WHERE key = $1", thread.key)
-        await tx.execute("UPDATE messages SET run_id = NULL WHERE thread_key = $1", thread.key)
+        await _forget_dead_run(tx, thread.key)
     return thread
+
+
+async def _forget_dead_run(tx: Transaction, thread_key: str) -> None:
+    """A run that died with its process leaves its turn marked partial; it is no longer anyone's run."""
+    await tx.execute("UPDATE messages SET run_id = NULL WHERE thread_key = $1 AND run_id IS NOT NULL", thread_key)
 
 
 async def _change_system(
