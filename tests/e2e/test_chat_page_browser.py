@@ -357,6 +357,37 @@ async def test_a_run_the_page_cannot_resume_is_waited_for(page: Page, serve: Ser
     await expect(assistants(page)).to_have_count(1)
 
 
+async def test_a_run_that_ends_between_two_reads_is_still_reloaded(page: Page, serve: Serve, tmp_path: Path) -> None:
+    """The wait decides on one read a poll: a poll saying "running" then a read saying "ended" reloads.
+
+    The thread's first two reads are answered "running" (the run has in fact ended) and the third
+    fails (503). The page used to re-read the thread after a poll said "running" and stop waiting,
+    without reloading, when that read found the run ended or failed; now each poll decides alone and
+    a failed one is tried again.
+    """
+    base_url = serve(kept(tmp_path))
+    body = {"threadId": "raced", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hello"}]}
+    assert httpx.post(f"{base_url}/agents/kept/ag-ui", json=body, timeout=30).status_code == 200
+    answers = ["running", "running", "failed"]
+
+    async def stale(route: Any) -> None:
+        if not answers:
+            await route.continue_()
+            return
+        answer = answers.pop(0)
+        if answer == "failed":
+            await route.fulfill(status=503, json={"error": {"code": "store_unavailable", "message": "later"}})
+            return
+        response = await route.fetch()
+        await route.fulfill(response=response, json={**await response.json(), "running": True})
+
+    await page.route("**/agents/kept/threads/raced", stale)
+    await open_page(page, base_url, "#agent=kept&thread=raced")
+    await expect(assistants(page)).to_contain_text("Last user message: hello", timeout=15_000)
+    await expect(page.get_by_test_id("running")).to_be_hidden()
+    assert answers == []
+
+
 @pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
 async def test_no_serious_accessibility_violations(
     browser: Browser, serve: Serve, tmp_path: Path, width: int, height: int

@@ -248,13 +248,20 @@ async function describeThread(id) {
   $("thread-system").textContent = kind ? `Now: ${kind(thread.system)}.` : "";
   if (thread.running && page.chat.status === "ready") {
     $("running").hidden = false;
-    setTimeout(async () => {
-      if (page.chat?.id !== id || page.chat.status !== "ready") return;
-      const again = await api(threadPath(id));
-      if (again.ok && !(await again.json()).running) await openThread(id, { resume: false });
-      else describeThread(id);
-    }, 1000);
+    setTimeout(() => waitForRun(id), 1000);
   }
+}
+
+/**
+ * Each second, ask whether the thread's run has ended; once it has, reload the thread. One read per
+ * poll decides (a second read could find the run ended and stop waiting without reloading). A poll
+ * the network or the server failed is tried again; a refusal (the thread is gone) ends the wait.
+ */
+async function waitForRun(id) {
+  if (page.chat?.id !== id || page.chat.status !== "ready") return;
+  const again = await api(threadPath(id)).catch(() => null);
+  if (again?.ok && !(await again.json()).running) await openThread(id, { resume: false });
+  else if (!again || again.ok || again.status >= 500) setTimeout(() => waitForRun(id), 1000);
 }
 
 async function changeSystem(tail, method, body) {
