@@ -383,8 +383,11 @@ async def test_a_run_that_ends_between_two_reads_is_still_reloaded(page: Page, s
 
     await page.route("**/agents/kept/threads/raced", stale)
     await open_page(page, base_url, "#agent=kept&thread=raced")
-    await expect(assistants(page)).to_contain_text("Last user message: hello", timeout=15_000)
-    await expect(page.get_by_test_id("running")).to_be_hidden()
+    # The answer is drawn from the first read of the messages, before any wait: the wait must be seen
+    # to begin, or the checks below could pass before the page read the thread at all.
+    await expect(page.get_by_test_id("running")).to_be_visible()
+    await expect(page.get_by_test_id("running")).to_be_hidden(timeout=15_000)
+    await expect(assistants(page)).to_contain_text("Last user message: hello")
     assert answers == []
 
 
