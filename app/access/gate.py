@@ -10,10 +10,10 @@ known to be valid and before anything runs for it, ``hold_stream_slot`` for the 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -153,8 +153,15 @@ async def hold_stream_slot(request: Request, start: Callable[[], Awaitable[ASGIA
 
 async def _release(slot: StreamSlot) -> None:
     """Give ``slot`` back, even from a cancelled task; a Redis slot that cannot be reached expires."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-        await slot.release()
+    releasing = asyncio.get_running_loop().create_task(slot.release())
+    try:
+        async with asyncio.timeout(_RELEASE_SECONDS):
+            await asyncio.shield(releasing)  # cancelled here, the release still runs to its end
+    except TimeoutError:
+        releasing.cancel()
+
+
+_RELEASE_SECONDS = 5.0
 
 
 class _Holding:
@@ -171,10 +178,11 @@ class _Holding:
             finally:
                 await self._slot.release()
             return
+        # A plain task, not an anyio task group: the group cost a Redis-limited stream about 6% of its
+        # CPU in process (docs/performance.md). ``keep`` logs its own failures and never ends by itself.
+        keeper = asyncio.get_running_loop().create_task(self._slot.keep())
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._slot.keep)
-                await self._response(scope, receive, send)
-                group.cancel_scope.cancel()
+            await self._response(scope, receive, send)
         finally:
+            keeper.cancel()
             await _release(self._slot)

@@ -9,12 +9,11 @@ from its start until it ends, however it ends.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections import deque
 from typing import Protocol
-
-import anyio
 
 from chatgate.errors import RequestError
 
@@ -80,7 +79,7 @@ class _MemorySlot:
         self._held = True
 
     async def keep(self) -> None:
-        await anyio.sleep_forever()
+        await asyncio.get_running_loop().create_future()  # until cancelled
 
     async def release(self) -> None:
         if self._held:

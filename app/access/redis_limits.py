@@ -11,11 +11,11 @@ lets the request through uncounted.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import Any, Literal
 
-import anyio
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
@@ -94,7 +94,7 @@ class _RedisSlot:
         """Push this slot's expiry forward until cancelled (the stream's lifetime)."""
         script = self._client.register_script(_KEEP_STREAM)
         while True:
-            await anyio.sleep(SLOT_REFRESH_SECONDS)
+            await asyncio.sleep(SLOT_REFRESH_SECONDS)
             try:
                 await script(keys=[self._key], args=[SLOT_TTL_SECONDS * 1000, self._member])
             except _FAILURES as exc:
@@ -116,7 +116,7 @@ class _UncountedSlot:
     expires = False
 
     async def keep(self) -> None:
-        await anyio.sleep_forever()
+        await asyncio.get_running_loop().create_future()  # until cancelled
 
     async def release(self) -> None:
         return None
