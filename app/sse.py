@@ -113,7 +113,7 @@ class EventStreamResponse:
                         await self._send_ready(send, ready, chain)
                         size = 0
                     if chain.waiting:
-                        frame = await chain
+                        frame = await chain.rest()
                         if frame is not None:
                             ready.append(frame)
                             size = len(frame)
@@ -170,8 +170,8 @@ class _Chain:
     """An async generator of frames, stepped by hand so the sender knows when it would wait.
 
     ``next_now`` runs the generator's next step inside the calling task, as ``await`` would, until
-    it either has its frame (returned) or must wait (``waiting``: awaiting the ``_Chain`` waits with
-    it and returns the frame). Every exception delivered while it waits goes into the generator, so
+    it either has its frame (returned) or must wait (``waiting``); ``rest`` then waits with it and
+    returns the frame. Whatever interrupts the task meanwhile goes into the generator (``throw``), so
     a step is always over before the sender leaves, and ``aclose`` finds the generator at rest.
     """
 
@@ -192,9 +192,36 @@ class _Chain:
         return self._run(step.send, None)
 
     def throw(self, error: BaseException) -> bytes | None:
-        """Deliver ``error`` where the waiting generator waits; its frame if it goes on to make one."""
+        """Deliver ``error`` where the waiting generator waits; its frame if it goes on to make one.
+
+        A cancellation also cancels what the generator awaits, as a task's cancellation does.
+        """
         assert self._step is not None
+        if isinstance(error, asyncio.CancelledError) and isinstance(self._awaited, asyncio.Future):
+            self._awaited.cancel()
         return self._run(self._step.throw, error)
+
+    async def rest(self) -> bytes | None:
+        """Wait with the generator until its step is over: its frame, or None if it ended."""
+        step = self._step
+        assert step is not None
+        while self.waiting:
+            try:
+                await _Settled(self._awaited)  # what the generator awaits, without taking its result
+            except BaseException as error:
+                frame = self.throw(error)
+                if not self.waiting:
+                    return frame
+                continue
+            self.waiting = False
+        try:
+            return await step  # the rest of the step, resumed as any await resumes it
+        except StopAsyncIteration:
+            self.ended = True
+            return None
+        except BaseException:
+            self.ended = True
+            raise
 
     def _run(self, resume: Callable[[Any], Any], value: Any) -> bytes | None:
         try:
@@ -214,15 +241,21 @@ class _Chain:
         self.waiting = True
         return None
 
-    def __await__(self) -> Generator[Any, None, bytes | None]:
-        """Wait with the generator until its step is over: its frame, or None if it ended."""
-        assert self._step is not None
-        frame = None
-        while self.waiting:
-            try:
-                yield self._awaited  # to the task, exactly what the generator gave up
-            except BaseException as error:
-                frame = self.throw(error)
-            else:
-                frame = self._run(self._step.send, None)
-        return frame
+
+class _Settled:
+    """Awaits what a suspended coroutine gave up (a future, or None for a bare yield) until it is done.
+
+    The future's result is left for the coroutine, which takes it when resumed.
+    """
+
+    __slots__ = ("_awaited",)
+
+    def __init__(self, awaited: Any) -> None:
+        self._awaited = awaited
+
+    def __await__(self) -> Generator[Any, None, None]:
+        awaited = self._awaited
+        if awaited is None or not awaited.done():
+            if awaited is not None:
+                awaited._asyncio_future_blocking = True
+            yield awaited
