@@ -75,6 +75,7 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
                 protocol.headers(agent.config),
                 keepalive=registry.config.server.keepalive_seconds,
                 meter=metrics.stream(protocol.name, agent.name, started),
+                joined=True,
             )
 
         try:

@@ -227,15 +227,16 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     runs=request.app.state.thread_runs,
                     metrics=metrics,
                 )
-                frames = turn.frames
+                frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
             else:
                 events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
-                frames = protocol.encode(run_input, agent.config, events)
+                frames, joined = protocol.encode(run_input, agent.config, events), False
             return EventStreamResponse(
                 frames,
                 protocol.headers(agent.config),
                 keepalive=settings.keepalive_seconds,
                 meter=metrics.stream(protocol.name, agent.name, started),
+                joined=joined,
             )
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]

@@ -1,23 +1,21 @@
 """``EventStreamResponse``: the one place a stream meets the socket.
 
-One task sends, and one more waits on the client:
+Two tasks per stream, and one more that waits on the client:
 
-- the request's own task steps the event chain by hand (``_Chain``): every frame the chain makes
-  without waiting is collected, and the moment it would wait (on its upstream, its model, a run log)
-  what was collected leaves in one ASGI send. A model streaming at its pace gives one send per frame;
-  a burst (an upstream read holding many events, the built-in model) leaves in one socket write
-  instead of one each. No second task and no queue: a paced frame wakes one task, not two. Over
-  ``_BATCH_BYTES`` collected, they are sent without waiting for the chain to, and the server's own
-  flow control holds a fast chain back behind a slow client;
+- a producer task pulls the pre-framed SSE chunks from the event chain and queues them (unless the
+  chunks come ``joined`` already: a run log's follower joins what piled up, so the request's task reads
+  it and sends each chunk itself, saving a task switch per frame);
+- the request's own task sends whatever is queued as one ASGI send each time it runs. When frames
+  come one by one (a model streaming at its pace) that is one send per frame, as before; when many
+  are ready at once (a burst from the upstream read in one go, the built-in model) they leave in one
+  socket write instead of one each. The producer waits while more than ``_QUEUE_LIMIT`` bytes are
+  unsent, so a slow client holds the model back rather than filling memory;
 - a watcher waits on ``receive``: when the client goes away it cancels the stream, and ``aclosing``
   closes the event generator chain at once, which closes the upstream request; when ``keepalive``
   seconds pass with nothing sent it writes a ``: ping`` comment, which both UI clients ignore and
   which keeps proxies from timing the connection out.
 
-A cancellation that reaches a send while the chain waits is the chain's: it is thrown into the chain,
-which may turn it into frames (a provider's timeout ends the run in protocol) and go on, or end.
-The interrupted frames are sent again, since uvicorn waits for a slow client before it writes, never
-after. Plain asyncio rather than an anyio task group: opening thousands of streams at once spent a
+Plain asyncio tasks rather than an anyio task group: opening thousands of streams at once spent a
 tenth of the server's CPU in the group's spawning (docs/performance.md).
 
 Frames are LF-only (``data: ...\\n\\n``), as AG-UI 1.0 clients require; the adapters build them.
@@ -28,9 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
@@ -44,9 +41,6 @@ KEEPALIVE_FRAME = b": ping\n\n"
 RAW_SEND_KEY = "chatgate.raw_send"
 """Where ``ChatgateApp`` leaves the server's unwrapped ``send`` in the ASGI scope."""
 
-_BATCH_BYTES = 2**16
-"""Collected bytes above which they are sent without waiting for the chain to wait."""
-
 
 class EventStreamResponse:
     """An ASGI response streaming SSE frames from ``chunks``. See the module docstring."""
@@ -58,8 +52,10 @@ class EventStreamResponse:
         *,
         keepalive: float = 15.0,
         meter: StreamMeter | None = None,
+        joined: bool = False,
     ) -> None:
         self._chunks = chunks
+        self._joined = joined
         self._headers = [(b"content-type", b"text/event-stream")] + [
             (key.lower().encode("latin-1"), value.encode("latin-1"))
             for key, value in headers.items()
@@ -84,65 +80,77 @@ class EventStreamResponse:
             meter.opened()
         body = asyncio.current_task()
         assert body is not None
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, body))
+        loop = asyncio.get_running_loop()
+        if self._joined:
+            producer = None
+            sending = self._send_each(send)
+        else:
+            queue = _FrameQueue(loop)
+            producer = loop.create_task(self._produce(queue))
+            sending = self._send_queued(queue, send)
+        watcher = loop.create_task(self._watch(receive, send, body))
         try:
-            await self._stream(send)
+            await sending
         except asyncio.CancelledError:
             if not self._client_gone or body.uncancel() > 0:
                 raise  # cancelled from outside, not (only) by the watcher
         finally:
             self._body_done = True
             watcher.cancel()
+            if producer is not None and not producer.done():
+                producer.cancel()  # its ``aclosing`` closes the event chain, and so the upstream request
+                await asyncio.wait([producer])
             if meter is not None:
                 meter.closed(self._events, self._first_event_at)
 
-    async def _stream(self, send: Send) -> None:
-        ready: list[bytes] = []
+    async def _send_queued(self, queue: _FrameQueue, send: Send) -> None:
+        while True:
+            if queue.frames:
+                await send({"type": "http.response.body", "body": queue.take(), "more_body": True})
+                self._sent = True
+            elif queue.ended:
+                break
+            else:
+                await queue.wait()
+        await self._end_body(send)
+
+    async def _send_each(self, send: Send) -> None:
+        # ``_produce``'s loop with a send in place of the queue. Kept as two loops: one loop handing each
+        # chunk to a callback costs the producer a coroutine call per frame (about 0.3 µs of its 6 µs in
+        # bench/app_cpu.py --model canned).
+        count = 0
         try:
             async with aclosing(self._chunks) as chunks:
-                chain = _Chain(chunks.__anext__)
-                size = 0
-                while True:
-                    frame = chain.next_now()
-                    if frame is not None:
-                        ready.append(frame)
-                        size += len(frame)
-                        if size <= _BATCH_BYTES:
-                            continue
-                    if ready:
-                        await self._send_ready(send, ready, chain)
-                        size = 0
-                    if chain.waiting:
-                        frame = await chain.rest()
-                        if frame is not None:
-                            ready.append(frame)
-                            size = len(frame)
-                    elif chain.ended:
-                        break
+                async for chunk in chunks:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    self._sent = True
+                    count += 1
+                    if count == 1:
+                        self._first_event_at = time.perf_counter()
+        except Exception:
+            logger.exception("stream encoder failed")  # as in ``_produce``
+        finally:
+            self._events = count
+        await self._end_body(send)
+
+    async def _produce(self, queue: _FrameQueue) -> None:
+        # Counted in a local and stored once at the end: nothing per event but an add and a compare.
+        count = 0
+        try:
+            async with aclosing(self._chunks) as chunks:
+                async for chunk in chunks:
+                    queue.put(chunk)
+                    count += 1
+                    if count == 1:
+                        self._first_event_at = time.perf_counter()
+                    if queue.size > _QUEUE_LIMIT:
+                        await queue.wait()
         except Exception:
             # Adapters end their streams in-protocol; reaching here is a bug, so end the body cleanly.
             logger.exception("stream encoder failed")
-            if ready:
-                await self._send_ready(send, ready, None)
-        await self._end_body(send)
-
-    async def _send_ready(self, send: Send, ready: list[bytes], chain: _Chain | None) -> None:
-        """Send the collected frames as one body chunk; on return ``ready`` is empty."""
-        while ready:
-            try:
-                await send({"type": "http.response.body", "body": b"".join(ready), "more_body": True})
-            except BaseException as interruption:
-                if chain is None or not chain.waiting:
-                    raise
-                frame = chain.throw(interruption)  # the chain's to handle; re-raised if it does not
-                if frame is not None:
-                    ready.append(frame)
-                continue
-            if self._first_event_at is None:
-                self._first_event_at = time.perf_counter()
-            self._events += len(ready)
-            self._sent = True
-            ready.clear()
+        finally:
+            self._events = count
+            queue.end()
 
     async def _end_body(self, send: Send) -> None:
         self._body_done = True  # no keepalive after the end
@@ -166,96 +174,57 @@ class EventStreamResponse:
                 return
 
 
-class _Chain:
-    """An async generator of frames, stepped by hand so the sender knows when it would wait.
+_QUEUE_LIMIT = 2**16
+"""Unsent bytes above which the producer waits for the client to take them."""
 
-    ``next_now`` runs the generator's next step inside the calling task, as ``await`` would, until
-    it either has its frame (returned) or must wait (``waiting``); ``rest`` then waits with it and
-    returns the frame. Whatever interrupts the task meanwhile goes into the generator (``throw``), so
-    a step is always over before the sender leaves, and ``aclose`` finds the generator at rest.
+
+class _FrameQueue:
+    """Frames made and not yet sent.
+
+    Producer and sender share one waiter slot: the producer only waits while frames are queued (so the
+    sender is not waiting), the sender only while none are. A side that was woken but has not run yet
+    may find its slot taken by the other side's new wait; it then leaves that one alone.
     """
 
-    __slots__ = ("_anext", "_awaited", "_step", "ended", "waiting")
+    __slots__ = ("_loop", "_waiter", "ended", "frames", "size")
 
-    def __init__(self, anext: Callable[[], Coroutine[Any, Any, bytes]]) -> None:
-        self._anext = anext
-        self._step: Coroutine[Any, Any, bytes] | None = None
-        self._awaited: Any = None
-        self.waiting = False
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+        self.frames: list[bytes] = []
+        self.size = 0
         self.ended = False
 
-    def next_now(self) -> bytes | None:
-        """The next frame if the generator makes it without waiting; else None (``waiting`` or ``ended``)."""
-        if self.ended:
-            return None
-        step = self._step = self._anext()
-        return self._run(step.send, None)
+    def put(self, frame: bytes) -> None:
+        """Queue one frame."""
+        self.frames.append(frame)
+        self.size += len(frame)
+        self._wake()
 
-    def throw(self, error: BaseException) -> bytes | None:
-        """Deliver ``error`` where the waiting generator waits; its frame if it goes on to make one.
+    def take(self) -> bytes:
+        """Every queued frame, joined."""
+        frames = self.frames
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        self.frames = []
+        self.size = 0
+        self._wake()
+        return data
 
-        A cancellation also cancels what the generator awaits, as a task's cancellation does.
-        """
-        assert self._step is not None
-        if isinstance(error, asyncio.CancelledError) and isinstance(self._awaited, asyncio.Future):
-            self._awaited.cancel()
-        return self._run(self._step.throw, error)
+    def end(self) -> None:
+        """No more frames will come."""
+        self.ended = True
+        self._wake()
 
-    async def rest(self) -> bytes | None:
-        """Wait with the generator until its step is over: its frame, or None if it ended."""
-        step = self._step
-        assert step is not None
-        while self.waiting:
-            try:
-                await _Settled(self._awaited)  # what the generator awaits, without taking its result
-            except BaseException as error:
-                frame = self.throw(error)
-                if not self.waiting:
-                    return frame
-                continue
-            self.waiting = False
+    async def wait(self) -> None:
+        """Until the other side puts, takes or ends."""
+        waiter = self._waiter = self._loop.create_future()
         try:
-            return await step  # the rest of the step, resumed as any await resumes it
-        except StopAsyncIteration:
-            self.ended = True
-            return None
-        except BaseException:
-            self.ended = True
-            raise
+            await waiter
+        finally:
+            if self._waiter is waiter:
+                self._waiter = None
 
-    def _run(self, resume: Callable[[Any], Any], value: Any) -> bytes | None:
-        try:
-            self._awaited = resume(value)
-        except StopIteration as made:
-            self.waiting = False
-            frame: bytes = made.value
-            return frame
-        except StopAsyncIteration:
-            self.waiting = False
-            self.ended = True
-            return None
-        except BaseException:
-            self.waiting = False
-            self.ended = True
-            raise
-        self.waiting = True
-        return None
-
-
-class _Settled:
-    """Awaits what a suspended coroutine gave up (a future, or None for a bare yield) until it is done.
-
-    The future's result is left for the coroutine, which takes it when resumed.
-    """
-
-    __slots__ = ("_awaited",)
-
-    def __init__(self, awaited: Any) -> None:
-        self._awaited = awaited
-
-    def __await__(self) -> Generator[Any, None, None]:
-        awaited = self._awaited
-        if awaited is None or not awaited.done():
-            if awaited is not None:
-                awaited._asyncio_future_blocking = True
-            yield awaited
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)

