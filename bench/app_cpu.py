@@ -1,7 +1,7 @@
 """The app's own CPU per streamed event, in process: chatgate's ASGI app driven directly, no socket.
 
     .venv/bin/python bench/app_cpu.py [--model builtin|relay|canned] [--rounds 7] [--requests 200] [--pace-ms 0]
-        [--setup "thread+keys+Redis"]
+        [--setup "thread+keys+Redis"] [--tokens 200]
 
 The socket benchmarks (stream_cpu.py, relay_cpu.py) count uvicorn and the kernel too, and their noise
 (about ±10% a round on a shared machine) hides a change of a few percent. Here the benchmark calls the
@@ -16,7 +16,9 @@ upstream's bytes happen to be split into reads, so they are noisy. ``--model can
 but the upstream's reply comes from inside the process (an ``httpx.MockTransport`` handing over the
 fake upstream's frames, one read per frame, as a paced upstream does): no socket, no httpcore, the
 same reads every time, so what is measured is chatgate's chain per token, from the read to the
-encoded frame. ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
+encoded frame. ``--tokens N`` (canned only) makes the reply N tokens long: with a short reply the figures are what a
+request costs beside its tokens (the store's and Redis's trips, the access checks), reported per request
+too. ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
 SQLite or PostgreSQL, Redis), started as ``compare.py`` starts it; the default is the stateless agent.
 The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
 not a test. To compare two versions of the code, run the same command with each version's
@@ -72,10 +74,11 @@ async def measure(
 ) -> None:
     """Warm up, then alternate batches of each route for ``args.rounds`` rounds; print the medians."""
     per_event: dict[str, list[float]] = {name: [] for name in routes}
+    per_request: dict[str, list[float]] = {name: [] for name in routes}
     async with app.router.lifespan_context(app):
         for name, (path, body) in routes.items():
             events = await request(app, path, body, headers)
-            assert events > TOKENS, f"{name}: {events} events; the reply did not come through whole"
+            assert events > args.tokens, f"{name}: {events} events; the reply did not come through whole"
             for _ in range(args.warmup):
                 await request(app, path, body, headers)
         for number in range(args.rounds):
@@ -87,16 +90,22 @@ async def measure(
                 events = 0
                 for _ in range(args.requests):
                     events += await request(app, path, body, headers)
-                per_event[name].append((time.process_time() - before) / events * 1e6)
+                used = time.process_time() - before
+                per_event[name].append(used / events * 1e6)
+                per_request[name].append(used / args.requests * 1e6)
             print(f"round {number + 1}: " + "  ".join(f"{n} {v[-1]:.3f}" for n, v in per_event.items()), flush=True)
-    print(f"\n{'route':<10} {'app CPU µs/event':>17}   (median of {args.rounds} rounds; min, max)")
+    print(f"\n{'route':<10} {'app CPU µs/event':>17}   (median of {args.rounds} rounds; min, max)   µs/request")
     for name, values in per_event.items():
-        print(f"{name:<10} {statistics.median(values):17.3f}   ({min(values):.3f}, {max(values):.3f})")
+        median = statistics.median(values)
+        print(
+            f"{name:<10} {median:17.3f}   ({min(values):.3f}, {max(values):.3f})"
+            f"   {statistics.median(per_request[name]):10.0f}"
+        )
 
 
-def use_canned_upstream() -> None:
+def use_canned_upstream(tokens: int) -> None:
     """Give chatgate an upstream client whose every answer is the fake upstream's reply, from memory."""
-    frames = reply_frames(TOKENS)
+    frames = reply_frames(tokens)
 
     async def body() -> AsyncIterator[bytes]:
         for frame in frames:
@@ -120,7 +129,7 @@ def config_for(args: argparse.Namespace) -> Iterator[tuple[Path, str]]:
             yield config_file, user_text()
             return
         if args.model == "canned":
-            use_canned_upstream()
+            use_canned_upstream(args.tokens)
             config_file.write_text(chatgate_config("http://upstream.invalid"))
             yield config_file, USER_TEXT
             return
@@ -136,8 +145,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per batch")
     parser.add_argument("--warmup", type=int, default=20, help="requests per route before measuring")
     parser.add_argument("--pace-ms", type=float, default=0.0, help="relay: upstream delay before each token")
+    parser.add_argument("--tokens", type=int, default=TOKENS, help="canned: the reply's length in tokens")
     parser.add_argument("--setup", choices=[s.label for s in SETUPS if s.label], help="setups.py's setup")
     args = parser.parse_args()
+    if args.tokens != TOKENS and args.model != "canned":
+        parser.error("--tokens is for --model canned")
     setup = next((s for s in SETUPS if s.label == args.setup), STATELESS)
     services = Services()
     try:
