@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import http.cookiejar
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -82,13 +83,27 @@ def upstream_client() -> httpx.AsyncClient:
     opening a stream costs the same however many are open, and timeouts are set per request by each
     provider. ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` apply as in any httpx client
     (httpx ignores them once a transport is given, so they are mounted here): proxied origins go
-    through httpx's own transport, sharded (app/providers/pool.py).
+    through httpx's own transport, sharded (app/providers/pool.py). It keeps no cookies: every user's
+    requests share it, so a cookie one upstream answer set would go out with everyone's next request.
     """
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
         pattern: ShardedTransport(proxy=proxy) if proxy else None
         for pattern, proxy in get_environment_proxies().items()
     }
-    return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), transport=UpstreamTransport(), mounts=mounts)
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(10.0, read=None),
+        transport=UpstreamTransport(),
+        mounts=mounts,
+        cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+    )
+
+
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    """A cookie policy that accepts no cookie, so the shared client's jar stays empty."""
+
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
+        """Refuse every cookie an upstream sets."""
+        return False
 
 
 class HTTPProvider:

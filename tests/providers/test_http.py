@@ -164,6 +164,15 @@ async def test_the_shared_client_keeps_its_connection_alive_between_calls() -> N
     assert (len(fake.requests), fake.connections) == (3, 1)
 
 
+async def test_a_cookie_an_upstream_sets_is_never_sent_with_a_later_request() -> None:
+    # The client is shared by every user's requests: a jar would hand one answer's cookie to all.
+    with_cookie = Reply(OK.body, headers={"content-type": "text/event-stream", "set-cookie": "__cf_bm=abc; Path=/"})
+    async with FakeUpstream(with_cookie, OK) as fake, provider("openai", fake.url) as model:
+        for _ in range(2):
+            await collect(model.stream(ModelRequest("m", HELLO)))
+    assert [request.headers.get("cookie") for request in fake.requests] == [None, None]
+
+
 async def run_events_with(kind: str, url: str, **table: Any) -> list[RunEvent]:
     """A whole run through the runner, on a provider table with ``table``'s settings."""
     async with provider(kind, url, **table) as model:
