@@ -149,6 +149,7 @@ class ThreadRun:
         self._stopping = False
         self._terminal = False  # the run's ending is decided: a stop comes too late
         self._saved = False
+        self._checkpointed = False  # a checkpoint was handed this run's turn: its finish clears the copy
         self._ending: RunEnding = "failed"
         self.task = asyncio.create_task(self._drive(), name=f"thread-run {run_id}")
 
@@ -173,6 +174,7 @@ class ThreadRun:
         """The turn so far, for a checkpoint; None once the run's ending is decided (it saves itself)."""
         if not self._started or self._terminal:
             return None
+        self._checkpointed = True  # set before the checkpoint's transaction, so ``_save`` cannot miss it
         return self.thread, self.run_id, self._recorder.turn()
 
     async def _drive(self) -> None:
@@ -238,7 +240,10 @@ class ThreadRun:
     async def _save(self, status: MessageStatus) -> None:
         self._saved = True
         try:
-            await asyncio.shield(self._store.finish_run(self.thread, self.run_id, self._recorder.turn(), status))
+            finishing = self._store.finish_run(
+                self.thread, self.run_id, self._recorder.turn(), status, checkpointed=self._checkpointed
+            )
+            await asyncio.shield(finishing)
         except Exception:
             logger.exception("thread run %r: saving the turn failed", self.run_id)
 

@@ -77,7 +77,8 @@ class Turns:
         thread = await self._store.begin_run(
             "owner", "agent", thread_id, run_id, revision=revision, append=self._ask, dead_run=False
         )
-        await self._store.finish_run(thread, run_id, self._reply, "complete")
+        # A run shorter than a checkpoint's interval, as most are: no partial copy to clear.
+        await self._store.finish_run(thread, run_id, self._reply, "complete", checkpointed=False)
         return thread.revision + 1
 
 

@@ -162,8 +162,19 @@ class ThreadStore(Protocol):
         """Save what each run said so far as ``partial`` and refresh its heartbeat, all in one transaction."""
         ...
 
-    async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:
-        """Save the run's turn with ``status`` and release the thread."""
+    async def finish_run(
+        self,
+        thread: ThreadInfo,
+        run_id: str,
+        turn: Sequence[Message],
+        status: MessageStatus,
+        *,
+        checkpointed: bool = True,
+    ) -> None:
+        """Save the run's turn with ``status`` and release the thread.
+
+        ``checkpointed`` False: no checkpoint was ever handed this run, so it left no partial copy to clear.
+        """
         ...
 
     async def set_system(

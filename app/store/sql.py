@@ -204,8 +204,20 @@ class SqlThreadStore:
                 if await _still_running(tx, thread, run_id):
                     await _write_turn(tx, thread, run_id, turn, "partial", keep_run=True)
 
-    async def finish_run(self, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus) -> None:
-        """Save the run's turn with ``status`` and release the thread."""
+    async def finish_run(
+        self,
+        thread: ThreadInfo,
+        run_id: str,
+        turn: Sequence[Message],
+        status: MessageStatus,
+        *,
+        checkpointed: bool = True,
+    ) -> None:
+        """Save the run's turn with ``status`` and release the thread.
+
+        A run no checkpoint was handed (most runs under ``CHECKPOINT_SECONDS``) wrote no partial copy, so
+        the turn goes in without the ``DELETE`` that clears one: a trip less.
+        """
         async with self._engine.transaction() as tx:
             # Released first: the update both checks the run still holds the thread and keeps it locked
             # until the turn is written, so no other run can take it in between.
@@ -218,7 +230,7 @@ class SqlThreadStore:
             )
             if released != 1:
                 return
-            await _write_turn(tx, thread, run_id, turn, status, keep_run=False)
+            await _write_turn(tx, thread, run_id, turn, status, keep_run=False, clear=checkpointed)
 
     async def set_system(
         self, owner: str, agent: str, thread_id: str, system: SystemState, *, by: str | None, revision: int | None
@@ -397,10 +409,21 @@ async def _still_running(tx: Transaction, thread: ThreadInfo, run_id: str) -> bo
 
 
 async def _write_turn(
-    tx: Transaction, thread: ThreadInfo, run_id: str, turn: Sequence[Message], status: MessageStatus, *, keep_run: bool
+    tx: Transaction,
+    thread: ThreadInfo,
+    run_id: str,
+    turn: Sequence[Message],
+    status: MessageStatus,
+    *,
+    keep_run: bool,
+    clear: bool = True,
 ) -> None:
-    """Replace what ``run_id`` wrote before with ``turn``: a checkpoint rewrites, it never appends twice."""
-    await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND run_id = $2", thread.key, run_id)
+    """Replace what ``run_id`` wrote before with ``turn``: a checkpoint rewrites, it never appends twice.
+
+    ``clear`` False: the caller knows ``run_id`` wrote nothing before.
+    """
+    if clear:
+        await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND run_id = $2", thread.key, run_id)
     now = time.time()
     for message in turn:
         await _insert(tx, thread.key, message, None, status, run_id if keep_run else None, now)

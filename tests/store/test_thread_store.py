@@ -39,6 +39,20 @@ async def test_a_run_commits_the_user_turn_then_saves_the_answer(store_url: str)
         await store.close()
 
 
+async def test_a_run_never_checkpointed_saves_its_answer_without_clearing_a_copy(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hello")])
+        answer = AssistantMessage((TextPart("hi there"),), id="msg_a")
+        await store.finish_run(thread, "run1", [answer], "complete", checkpointed=False)
+        stored = await store.messages(thread)
+        assert [(m.message, m.status, m.run_id) for m in stored[1:]] == [(answer, "complete", None)]
+        info = await store.get_thread("k", "a", "t1")
+        assert info is not None and info.active_run is None
+    finally:
+        await store.close()
+
+
 async def test_a_second_turn_follows_the_first_on_the_same_thread(store_url: str) -> None:
     store = await _store(store_url)
     try:
