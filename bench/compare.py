@@ -390,6 +390,8 @@ def main() -> None:
             if args.only and scenario.name not in args.only:
                 continue
             scenario = select(scenario, args)
+            if not scenario.variants:
+                parser.error(f"--variants {' '.join(args.variants)} names no variant of {scenario.name}")
             print(f"\n{scenario.name}: {args.rounds} rounds, concurrency {args.concurrency}", flush=True)
             results.append(run_scenario(scenario, Path(tmp), args))
     for result in results:

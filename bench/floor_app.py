@@ -6,7 +6,9 @@
   makes it must.
 - ``proxy_app``: reads the request body, posts it to the upstream with chatgate's own upstream client
   (``upstream_client()``: the same httpx client and transport chatgate relays with) and forwards each
-  chunk of the upstream's response body as one send, untouched.
+  chunk of the upstream's response body as one send, untouched. It builds its request and reads the
+  body as chatgate's ``Upstream`` does (an ``httpx.Request`` from a parsed URL, the transport's own
+  body stream), so the floor pays no client-side work that chatgate skips.
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ def replay_app(capture: Path, *, per_event: bool = False) -> Any:
 
 def proxy_app(upstream: str) -> Any:
     clients: list[httpx.AsyncClient] = []
+    url = httpx.URL(upstream)
+    headers_out = httpx.Headers({"content-type": "application/json"})
+    timeout = httpx.Timeout(10.0, read=None).as_dict()
 
     async def startup() -> None:
         # chatgate's own upstream client (its transport, no pool limit): the floor relays on the same stack.
@@ -110,12 +115,13 @@ def proxy_app(upstream: str) -> Any:
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"ok"})
             return
-        request = clients[0].build_request("POST", upstream, content=body, headers={"content-type": "application/json"})
+        # Built as chatgate's ``Upstream`` builds it: the parsed URL and headers, no client-side merging.
+        request = httpx.Request("POST", url, content=body, headers=headers_out, extensions={"timeout": timeout})
         response = await clients[0].send(request, stream=True)
         try:
             headers = [(b"content-type", response.headers["content-type"].encode("latin-1"))]
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-            async for chunk in response.aiter_raw():
+            async for chunk in response.stream:  # type: ignore[union-attr]  # as chatgate reads it: no httpx iterators
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         finally:
             await response.aclose()

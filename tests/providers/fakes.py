@@ -2,8 +2,9 @@
 
 A ``FakeUpstream`` answers each request with the next ``Reply`` (the last one repeats): a status,
 then body pieces written one by one (``bytes`` is one write, a ``float`` a pause), then the end the
-reply asks for: a complete chunked body, a connection cut mid-body, or silence. It records every
-request's path, headers and JSON body, and when each connection was closed by the client.
+reply asks for: a complete chunked body, a connection cut mid-body, or silence. A body sent without
+``content-type: application/json`` gets a 415 instead, as from Anthropic's API, which requires it. It
+records every request's path, headers and JSON body, and when each connection was closed by the client.
 
 The helpers below build each provider's exact wire frames.
 """
@@ -55,6 +56,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     raw: bytes = b""
+    head: str = ""
 
 
 class FakeUpstream:
@@ -129,9 +131,13 @@ class FakeUpstream:
         method, path, _ = request_line.split(" ", 2)
         headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in header_lines)}
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.requests.append(Recorded(method, path, headers, json.loads(raw) if raw else None, raw))
-        reply = self.replies[min(self._served, len(self.replies) - 1)]
-        self._served += 1
+        body = json.loads(raw) if raw else None
+        self.requests.append(Recorded(method, path, headers, body, raw, head.decode("latin-1")))
+        if raw and headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            reply = _UNSUPPORTED_MEDIA_TYPE  # as strict as Anthropic's API, which requires the header
+        else:
+            reply = self.replies[min(self._served, len(self.replies) - 1)]
+            self._served += 1
 
         hangup = asyncio.ensure_future(reader.read(1))  # b"" once the client closes
         hangup.add_done_callback(lambda read: read.cancelled() or read.exception())  # a reset is a hangup too
@@ -157,6 +163,13 @@ class FakeUpstream:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+_UNSUPPORTED_MEDIA_TYPE = Reply(
+    [b'{"error": {"message": "content-type must be application/json"}}'],
+    status=415,
+    headers={"content-type": "application/json"},
+)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from chatgate.providers.base import ModelRequest
 from chatgate.providers.http import ndjson_objects, sse_messages
 from chatgate.run_input import RunInput
 from chatgate.runner import run_agent
-from tests.providers.fakes import FakeUpstream, Reply, openai_chunk
+from tests.providers.fakes import FakeUpstream, Reply, openai_chunk, text_reply
 from tests.providers.support import agent_on, collect, provider, stream_once
 
 HELLO = (UserMessage((TextPart("Hello"),)),)
@@ -171,6 +171,23 @@ async def test_a_cookie_an_upstream_sets_is_never_sent_with_a_later_request() ->
         for _ in range(2):
             await collect(model.stream(ModelRequest("m", HELLO)))
     assert [request.headers.get("cookie") for request in fake.requests] == [None, None]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "ollama"])
+async def test_every_request_is_sent_as_json_by_chatgate(kind: str) -> None:
+    async with FakeUpstream(text_reply(kind, "ok")) as fake:
+        await stream_once(kind, fake.url, HELLO)
+    headers = fake.requests[0].headers
+    assert headers["content-type"] == "application/json"  # Anthropic's API requires it
+    assert headers["user-agent"].startswith("chatgate/")
+    assert "accept-encoding" not in headers  # a stream of small events comes uncompressed
+
+
+async def test_a_tables_user_agent_replaces_chatgates_in_any_case() -> None:
+    async with FakeUpstream(OK) as fake:
+        await stream_once("openai", fake.url, HELLO, headers={"User-Agent": "acme/2"})
+    user_agents = [line for line in fake.requests[0].head.splitlines() if line.lower().startswith("user-agent:")]
+    assert user_agents == ["User-Agent: acme/2"]
 
 
 async def run_events_with(kind: str, url: str, **table: Any) -> list[RunEvent]:
