@@ -6,9 +6,12 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator
+from itertools import pairwise
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatgate.errors import ProviderError
 from chatgate.events import ModelFinished, RunEvent, RunFailed, TextDelta
@@ -210,6 +213,37 @@ async def test_sse_lines_split_anywhere_including_between_cr_and_lf() -> None:
 async def test_sse_bare_cr_line_endings_and_data_without_a_space() -> None:
     messages = [message async for message in sse_messages(chunks(b"data:1\r\rdata: 2\r\r"))]
     assert messages == [("", b"1"), ("", b"2")]
+
+
+async def test_sse_a_whole_message_in_one_read_keeps_what_earlier_reads_began() -> None:
+    pieces = (b"event: a\n", b"data: 1\n\n", b"data: 2\n", b"data: 3\n\n", b"data: 4\rx\n\n", b"data: 5\n\n")
+    messages = [message async for message in sse_messages(chunks(*pieces))]
+    assert messages == [("a", b"1"), ("", b"2\n3"), ("", b"4"), ("", b"5")]
+
+
+SSE_LINES = st.lists(
+    st.sampled_from([b"data: x", b"data:y", b"data: ", b"event: e", b": ping", b"id: 1", b"", b"data: {}"]),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=SSE_LINES,
+    ending=st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+)
+def test_sse_messages_do_not_depend_on_how_the_stream_is_cut(
+    lines: list[bytes], ending: bytes, cuts: list[int]
+) -> None:
+    stream = b"".join(line + ending for line in lines)
+    edges = sorted({0, len(stream), *(cut for cut in cuts if cut < len(stream))})
+    pieces = [stream[start:end] for start, end in pairwise(edges)]
+
+    async def read(*parts: bytes) -> list[tuple[str, bytes]]:
+        return [message async for message in sse_messages(chunks(*parts))]
+
+    assert asyncio.run(read(*pieces)) == asyncio.run(read(*(stream[i : i + 1] for i in range(len(stream)))))
 
 
 async def test_ndjson_lines_split_anywhere_and_a_last_line_without_newline() -> None:
