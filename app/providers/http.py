@@ -457,19 +457,11 @@ async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str,
     async for chunk in chunks:
         if buffer:
             chunk = buffer + chunk
-        elif (
-            not data
-            and not event
-            and chunk.startswith(b"data: ")
-            and chunk.endswith(b"\n\n")
-            and chunk.count(_LF) == 2
-            and _CR not in chunk
-        ):
-            # The usual read of a token stream: one whole message of one "data: " line, nothing held
-            # from earlier reads. Yielded as it is, without splitting it into lines (0.55 µs a read
-            # instead of 1.2).
-            yield "", chunk[6:-2]
-            continue
+        elif not data and not event:
+            whole = _whole_message(chunk)
+            if whole is not None:
+                yield whole
+                continue
         if _CR in chunk:
             held = chunk.endswith(b"\r")  # maybe the first half of a CRLF
             if held:
@@ -495,6 +487,24 @@ async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str,
             # anything else is a comment (":"), id:, retry: or an unknown field: all ignored
     if buffer == b"\r" and data:  # the stream's last byte ended the message's blank line
         yield event, b"\n".join(data)
+
+
+def _whole_message(chunk: bytes) -> tuple[str, bytes] | None:
+    """The message when ``chunk`` is exactly one of one ``data: `` line, maybe after an ``event: `` line.
+
+    That is the usual read of a token stream (OpenAI-compatible servers send the first form, Anthropic
+    the second), and taking it whole skips splitting it into lines: 0.55 µs a read instead of 1.2.
+    """
+    if not chunk.endswith(b"\n\n") or _CR in chunk:
+        return None
+    lines = chunk.count(_LF)
+    if lines == 2 and chunk.startswith(b"data: "):
+        return "", chunk[6:-2]
+    if lines == 3 and chunk.startswith(b"event: "):
+        end = chunk.index(b"\n")
+        if chunk.startswith(b"data: ", end + 1):
+            return chunk[6:end].strip().decode("utf-8", "replace"), chunk[end + 7 : -2]
+    return None
 
 
 async def ndjson_objects(chunks: AsyncIterator[bytes], upstream: str) -> AsyncIterator[Any]:

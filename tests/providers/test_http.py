@@ -221,8 +221,14 @@ async def test_sse_a_whole_message_in_one_read_keeps_what_earlier_reads_began() 
     assert messages == [("a", b"1"), ("", b"2\n3"), ("", b"4"), ("", b"5")]
 
 
+async def test_sse_whole_messages_with_an_event_line_as_anthropic_sends_them() -> None:
+    pieces = (b"event: a\ndata: 1\n\n", b"event: b\ndata: {}\n\n", b"event: c\nid: 2\n\n", b"event: d\ndata:4\n\n")
+    messages = [message async for message in sse_messages(chunks(*pieces))]
+    assert messages == [("a", b"1"), ("b", b"{}"), ("d", b"4")]
+
+
 SSE_LINES = st.lists(
-    st.sampled_from([b"data: x", b"data:y", b"data: ", b"event: e", b": ping", b"id: 1", b"", b"data: {}"]),
+    st.sampled_from([b"data: x", b"data:y", b"data: ", b"event: e", b"event:f", b": ping", b"id: 1", b"", b"data: {}"]),
     max_size=12,
 )
 
