@@ -490,7 +490,7 @@ async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str,
 
 
 def _whole_message(chunk: bytes) -> tuple[str, bytes] | None:
-    """The message when ``chunk`` is exactly one of one ``data: `` line, maybe after an ``event: `` line.
+    """The message when ``chunk`` is exactly one: a ``data: `` line, maybe after an ``event: `` line, then a blank one.
 
     That is the usual read of a token stream (OpenAI-compatible servers send the first form, Anthropic
     the second), and taking it whole skips splitting it into lines: 0.55 µs a read instead of 1.2.
