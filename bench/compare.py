@@ -11,7 +11,9 @@ request body, the bytes that mark one token, its floor):
   Node server over its mock model; the floor replays chatgate's exact frames (bare ASGI).
 - ``relay-burst`` / ``relay-paced``: a fake OpenAI upstream (its own process) streams 200 tokens at once
   or one every ``PACED_MS``; chatgate, pydantic-ai's OpenAIChatModel and the AI SDK's
-  openai-compatible provider relay it; the floor forwards the upstream's bytes (bare ASGI + httpx).
+  openai-compatible provider relay it; the floor forwards the upstream's bytes (bare ASGI + httpx). A
+  second floor, the translating proxy, does the least an AG-UI relay must (parse each chunk, send one
+  frame per token) on the same stack; it is measured against the byte proxy, not a target.
 
 chatgate is measured in every scenario in each setup of ``setups.py``, both protocols: stateless, with
 keys and limits, on a server-held thread (SQLite; PostgreSQL), and with all of it and Redis; each
@@ -151,11 +153,15 @@ def scenarios(tmp: Path) -> list[Scenario]:
                 {
                     **chatgate_servers(name, lambda env: chatgate_config(env.upstream), tmp),
                     "proxy": lambda env: ServerProcess("proxy", env.upstream + "/v1/chat/completions"),
+                    "translator": lambda env: ServerProcess("translator", env.upstream + "/v1/chat/completions"),
                     "pydantic-ai": lambda env: pydantic_ai(env.upstream),
                     "ai-sdk": lambda env: ai_sdk(env.upstream),
                 },
                 [
                     Variant("floor (byte proxy)", "proxy", "/v1/chat/completions", ag_ui, '"content":"word'),
+                    Variant(
+                        "floor (translating proxy)", "translator", "/ag-ui", ag_ui, AG_UI_MARKER, "floor (byte proxy)"
+                    ),
                     *chatgate_variants(text, "floor (byte proxy)", "floor (byte proxy)"),
                     *[Variant(v.name, v.server, v.path, v.body, v.marker) for v in peer_variants],
                 ],

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic_core import from_json, to_json
 
 from chatgate.providers.http import upstream_client
 
@@ -126,5 +127,65 @@ def proxy_app(upstream: str) -> Any:
         finally:
             await response.aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
+def _token_text(message: bytes) -> Any:
+    """The text of one Chat Completions SSE message, or None (the role chunk, the finish, usage, DONE)."""
+    if not message.startswith(b"data: {"):
+        return None
+    choices = from_json(message[6:]).get("choices")
+    return choices[0]["delta"].get("content") if choices else None
+
+
+def translate_app(upstream: str) -> Any:
+    """The translating floor: OpenAI chunks in, AG-UI text frames out. See the module docstring."""
+    clients: list[httpx.AsyncClient] = []
+    url = httpx.URL(upstream)
+    headers_out = httpx.Headers({"content-type": "application/json"})
+    timeout = httpx.Timeout(10.0, read=None).as_dict()
+    start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+    content = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":'
+
+    async def startup() -> None:
+        clients.append(upstream_client())
+
+    async def shutdown() -> None:
+        await clients[0].aclose()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send, startup, shutdown)
+            return
+        body = await _read_body(receive)
+        if scope["method"] != "POST":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+            return
+        run = from_json(body)
+        ids = b'"threadId":' + to_json(run["threadId"]) + b',"runId":' + to_json(run["runId"])
+        messages = [{"role": m["role"], "content": m["content"]} for m in run["messages"]]
+        upstream_body = to_json({"model": "bench", "messages": messages, "stream": True})
+        extensions = {"timeout": timeout}
+        request = httpx.Request("POST", url, content=upstream_body, headers=headers_out, extensions=extensions)
+        response = await clients[0].send(request, stream=True)
+        held = b""
+        try:
+            await send(start)
+            opening = b'data: {"type":"RUN_STARTED",' + ids + b"}\n\n"
+            opening += b'data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}\n\n'
+            await send({"type": "http.response.body", "body": opening, "more_body": True})
+            async for chunk in response.stream:  # type: ignore[union-attr]
+                *messages_read, held = (held + chunk).split(b"\n\n")
+                texts = [_token_text(message) for message in messages_read]
+                frames = b"".join(content + to_json(text) + b"}\n\n" for text in texts if text)
+                if frames:
+                    await send({"type": "http.response.body", "body": frames, "more_body": True})
+        finally:
+            await response.aclose()
+        closing = b'data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}\n\n'
+        closing += b'data: {"type":"RUN_FINISHED",' + ids + b"}\n\n"
+        await send({"type": "http.response.body", "body": closing, "more_body": False})
 
     return app

@@ -4,6 +4,7 @@
     python bench/serve.py floor FRAMES.json      the bare floor: replays captured frames (floor_app.py)
     python bench/serve.py floor-per-event FRAMES.json   the same bytes, one send per SSE frame
     python bench/serve.py proxy UPSTREAM_URL     the bare relay floor: forwards upstream bytes (floor_app.py)
+    python bench/serve.py translator UPSTREAM_URL the translating floor: upstream chunks to AG-UI frames
     python bench/serve.py upstream TOKENS,PACE_MS a fake OpenAI-compatible upstream (fake_openai.py)
     python bench/serve.py pydantic-ai SOURCE     pydantic-ai's UI adapters (peers_pydantic_ai.py, peers' venv)
 
@@ -69,6 +70,10 @@ def build_app(kind: str, argument: str) -> Any:
         from floor_app import proxy_app
 
         return proxy_app(argument)
+    if kind == "translator":
+        from floor_app import translate_app
+
+        return translate_app(argument)
     if kind == "pydantic-ai":
         from peers_pydantic_ai import peer_app
 
