@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +95,21 @@ def replay_app(capture: Path, *, per_event: bool = False) -> Any:
     return app
 
 
-def proxy_app(upstream: str) -> Any:
+_JSON_HEADERS = httpx.Headers({"content-type": "application/json"})
+_TIMEOUT = httpx.Timeout(10.0, read=None).as_dict()
+
+Relay = Callable[[httpx.AsyncClient, httpx.Request, bytes, Any], Awaitable[None]]
+
+
+def _upstream_app(upstream: str, relay: Relay) -> Any:
+    """A bare ASGI app on chatgate's upstream client: ``relay(client, request, body, send)`` answers a POST.
+
+    ``request`` is a POST to ``upstream`` carrying the request's own body, built as chatgate's
+    ``Upstream`` builds it (the parsed URL and headers, no client-side merging); a relay that changes the
+    body builds its own with ``upstream_request``.
+    """
     clients: list[httpx.AsyncClient] = []
     url = httpx.URL(upstream)
-    headers_out = httpx.Headers({"content-type": "application/json"})
-    timeout = httpx.Timeout(10.0, read=None).as_dict()
 
     async def startup() -> None:
         # chatgate's own upstream client (its transport, no pool limit): the floor relays on the same stack.
@@ -116,9 +127,21 @@ def proxy_app(upstream: str) -> Any:
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"ok"})
             return
-        # Built as chatgate's ``Upstream`` builds it: the parsed URL and headers, no client-side merging.
-        request = httpx.Request("POST", url, content=body, headers=headers_out, extensions={"timeout": timeout})
-        response = await clients[0].send(request, stream=True)
+        await relay(clients[0], upstream_request(url, body), body, send)
+
+    return app
+
+
+def upstream_request(url: httpx.URL, content: bytes) -> httpx.Request:
+    """A JSON POST to the upstream, built as chatgate's ``Upstream`` builds its requests."""
+    return httpx.Request("POST", url, content=content, headers=_JSON_HEADERS, extensions={"timeout": _TIMEOUT})
+
+
+def proxy_app(upstream: str) -> Any:
+    """The byte proxy: posts the request body upstream and forwards each chunk of the answer untouched."""
+
+    async def relay(client: httpx.AsyncClient, request: httpx.Request, _body: bytes, send: Any) -> None:
+        response = await client.send(request, stream=True)
         try:
             headers = [(b"content-type", response.headers["content-type"].encode("latin-1"))]
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
@@ -128,7 +151,7 @@ def proxy_app(upstream: str) -> Any:
             await response.aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    return app
+    return _upstream_app(upstream, relay)
 
 
 def _token_text(message: bytes) -> Any:
@@ -141,35 +164,15 @@ def _token_text(message: bytes) -> Any:
 
 def translate_app(upstream: str) -> Any:
     """The translating floor: OpenAI chunks in, AG-UI text frames out. See the module docstring."""
-    clients: list[httpx.AsyncClient] = []
-    url = httpx.URL(upstream)
-    headers_out = httpx.Headers({"content-type": "application/json"})
-    timeout = httpx.Timeout(10.0, read=None).as_dict()
     start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
     content = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":'
 
-    async def startup() -> None:
-        clients.append(upstream_client())
-
-    async def shutdown() -> None:
-        await clients[0].aclose()
-
-    async def app(scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send, startup, shutdown)
-            return
-        body = await _read_body(receive)
-        if scope["method"] != "POST":
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": b"ok"})
-            return
+    async def relay(client: httpx.AsyncClient, request: httpx.Request, body: bytes, send: Any) -> None:
         run = from_json(body)
         ids = b'"threadId":' + to_json(run["threadId"]) + b',"runId":' + to_json(run["runId"])
         messages = [{"role": m["role"], "content": m["content"]} for m in run["messages"]]
         upstream_body = to_json({"model": "bench", "messages": messages, "stream": True})
-        extensions = {"timeout": timeout}
-        request = httpx.Request("POST", url, content=upstream_body, headers=headers_out, extensions=extensions)
-        response = await clients[0].send(request, stream=True)
+        response = await client.send(upstream_request(request.url, upstream_body), stream=True)
         held = b""
         try:
             await send(start)
@@ -188,4 +191,4 @@ def translate_app(upstream: str) -> Any:
         closing += b'data: {"type":"RUN_FINISHED",' + ids + b"}\n\n"
         await send({"type": "http.response.body", "body": closing, "more_body": False})
 
-    return app
+    return _upstream_app(upstream, relay)
