@@ -98,15 +98,13 @@ def replay_app(capture: Path, *, per_event: bool = False) -> Any:
 _JSON_HEADERS = httpx.Headers({"content-type": "application/json"})
 _TIMEOUT = httpx.Timeout(10.0, read=None).as_dict()
 
-Relay = Callable[[httpx.AsyncClient, httpx.Request, bytes, Any], Awaitable[None]]
+Relay = Callable[[httpx.AsyncClient, httpx.URL, bytes, Any], Awaitable[None]]
 
 
 def _upstream_app(upstream: str, relay: Relay) -> Any:
-    """A bare ASGI app on chatgate's upstream client: ``relay(client, request, body, send)`` answers a POST.
+    """A bare ASGI app on chatgate's upstream client: ``relay(client, url, body, send)`` answers a POST.
 
-    ``request`` is a POST to ``upstream`` carrying the request's own body, built as chatgate's
-    ``Upstream`` builds it (the parsed URL and headers, no client-side merging); a relay that changes the
-    body builds its own with ``upstream_request``.
+    ``url`` is ``upstream`` parsed once; the relay posts to it with ``upstream_request``.
     """
     clients: list[httpx.AsyncClient] = []
     url = httpx.URL(upstream)
@@ -127,7 +125,7 @@ def _upstream_app(upstream: str, relay: Relay) -> Any:
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"ok"})
             return
-        await relay(clients[0], upstream_request(url, body), body, send)
+        await relay(clients[0], url, body, send)
 
     return app
 
@@ -140,8 +138,8 @@ def upstream_request(url: httpx.URL, content: bytes) -> httpx.Request:
 def proxy_app(upstream: str) -> Any:
     """The byte proxy: posts the request body upstream and forwards each chunk of the answer untouched."""
 
-    async def relay(client: httpx.AsyncClient, request: httpx.Request, _body: bytes, send: Any) -> None:
-        response = await client.send(request, stream=True)
+    async def relay(client: httpx.AsyncClient, url: httpx.URL, body: bytes, send: Any) -> None:
+        response = await client.send(upstream_request(url, body), stream=True)
         try:
             headers = [(b"content-type", response.headers["content-type"].encode("latin-1"))]
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
@@ -167,12 +165,12 @@ def translate_app(upstream: str) -> Any:
     start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
     content = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":'
 
-    async def relay(client: httpx.AsyncClient, request: httpx.Request, body: bytes, send: Any) -> None:
+    async def relay(client: httpx.AsyncClient, url: httpx.URL, body: bytes, send: Any) -> None:
         run = from_json(body)
         ids = b'"threadId":' + to_json(run["threadId"]) + b',"runId":' + to_json(run["runId"])
         messages = [{"role": m["role"], "content": m["content"]} for m in run["messages"]]
         upstream_body = to_json({"model": "bench", "messages": messages, "stream": True})
-        response = await client.send(upstream_request(request.url, upstream_body), stream=True)
+        response = await client.send(upstream_request(url, upstream_body), stream=True)
         held = b""
         try:
             await send(start)
