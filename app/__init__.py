@@ -17,7 +17,7 @@ __all__ = ["client"]
 def __getattr__(name: str) -> Any:
     # Imported on first use, so ``import chatgate.config`` stays light.
     if name == "client":
-        from chatgate.python_api import client
+        from chatgate.scripting.client import client
 
         return client
     raise AttributeError(f"module 'chatgate' has no attribute {name!r}")

@@ -47,9 +47,9 @@ from setups import SETUPS, STATELESS, Services, setup_config, use_chat_body
 from setups import ag_ui_body as setup_ag_ui_body
 from stream_cpu import CONFIG, ag_ui_body, drive, user_text, vercel_ai_body
 
-import chatgate.server
+import chatgate.web.app
 from chatgate.config import load_config
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 
 TOKENS = 200
 
@@ -114,7 +114,7 @@ def use_canned_upstream(tokens: int) -> None:
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
-    chatgate.server.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
+    chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
         transport=httpx.MockTransport(answer), timeout=httpx.Timeout(10.0, read=None)
     )
 

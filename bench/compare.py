@@ -53,7 +53,7 @@ from stream_cpu import CONFIG as BUILTIN_CONFIG
 from stream_cpu import capture, user_text
 
 from chatgate.config import load_config
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 
 TOKENS = 200
 PACED_MS = 20.0

@@ -43,21 +43,21 @@ def use_httpx_pool(kind: str) -> None:
     """
     import httpx
 
-    import chatgate.server
+    import chatgate.web.app
     from chatgate.providers.pool import ShardedTransport
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
     timeout = httpx.Timeout(10.0, read=None)
     if kind == "single":
-        chatgate.server.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, limits=limits)  # type: ignore[assignment]
+        chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, limits=limits)  # type: ignore[assignment]
     else:
-        chatgate.server.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, transport=ShardedTransport())  # type: ignore[assignment]
+        chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, transport=ShardedTransport())  # type: ignore[assignment]
 
 
 def build_app(kind: str, argument: str) -> Any:
     if kind == "chatgate":
         from chatgate.config import load_config
-        from chatgate.server import create_app
+        from chatgate.web.app import create_app
 
         if os.environ.get("BENCH_POOL") in ("single", "sharded"):
             use_httpx_pool(os.environ["BENCH_POOL"])
@@ -97,7 +97,7 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     app = build_app(kind, argument)
     if kind == "chatgate" and os.environ.get("BENCH_GC") != "default":
-        from chatgate.process import prepare_for_serving
+        from chatgate.serve.process import prepare_for_serving
 
         prepare_for_serving()  # as `chatgate serve` does
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

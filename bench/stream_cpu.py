@@ -27,7 +27,7 @@ from harness import Target, cpu_source, report, run_rounds, running
 from serve import UVICORN_SETTINGS
 
 from chatgate.config import load_config
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 
 REPLY_TOKENS = 200
 SYSTEM_PROMPT = "You are a benchmark."

@@ -18,7 +18,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from chatgate.config import Config, parse_config
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 from tests.servers import running_postgres, running_redis
 
 CLIENTS_DIR = Path(__file__).parent / "clients"

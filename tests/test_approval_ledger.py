@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio as redis
 
-from chatgate.approval_ledger import (
+from chatgate.approvals.ledger import (
     ApprovalLedger,
     ApprovalLedgerError,
     Claimed,
@@ -17,7 +17,7 @@ from chatgate.approval_ledger import (
     outcome_from_json,
     outcome_to_json,
 )
-from chatgate.approval_ledger_redis import KEY_PREFIX, RedisApprovalLedger
+from chatgate.approvals.redis import KEY_PREFIX, RedisApprovalLedger
 from chatgate.events import ToolDenied, ToolResult
 
 RESULT = ToolResult("c1", '{"rows":[1,2]}', output={"rows": [1, 2], "note": "\ud800"})

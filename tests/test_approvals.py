@@ -1,6 +1,6 @@
 import pytest
 
-from chatgate.approvals import ApprovalSigner, canonical_arguments, is_canonical_token
+from chatgate.approvals.tokens import ApprovalSigner, canonical_arguments, is_canonical_token
 
 
 class Clock:

@@ -1,4 +1,3 @@
-from chatgate.assembly import MessageAssembler
 from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
@@ -14,6 +13,7 @@ from chatgate.events import (
     Usage,
 )
 from chatgate.history import AssistantMessage, ReasoningPart, TextPart, ToolCallPart
+from chatgate.run.assembly import MessageAssembler
 
 
 def assemble(events: list[RunEvent]) -> MessageAssembler:

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chatgate.chat_page import PAGE_FILES, page_file
 from chatgate.config import Config
+from chatgate.web.chat_page import PAGE_FILES, page_file
 from tests.conftest import make_config
 
 Serve = Callable[[Config], str]

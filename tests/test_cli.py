@@ -5,7 +5,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chatgate.cli import main
+from chatgate.serve.cli import main
 from tests.conftest import ChatgateProcess
 
 
@@ -29,7 +29,7 @@ def test_serve_refuses_an_invalid_config_before_binding(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text("[agents.bot]\n")
     completed = subprocess.run(
-        [sys.executable, "-m", "chatgate.cli", "serve", "--port", "1", "--config", str(path)],
+        [sys.executable, "-m", "chatgate.serve.cli", "serve", "--port", "1", "--config", str(path)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -43,7 +43,7 @@ def test_serve_reads_the_config_path_from_the_environment(tmp_path: Path) -> Non
     path = tmp_path / "bad.toml"
     path.write_text("nonsense = true\n")
     completed = subprocess.run(
-        [sys.executable, "-m", "chatgate.cli", "serve", "--port", "1"],
+        [sys.executable, "-m", "chatgate.serve.cli", "serve", "--port", "1"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from chatgate.cli import main
+from chatgate.serve.cli import main
 
 
 def check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

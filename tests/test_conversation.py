@@ -1,5 +1,5 @@
-from chatgate.conversation import KEEP, Conversation
 from chatgate.history import AssistantMessage, SystemMessage, TextPart, UserMessage
+from chatgate.scripting.conversation import KEEP, Conversation
 
 HI = UserMessage((TextPart("hi"),), id="u1")
 HELLO = AssistantMessage((TextPart("hello"),), id="a1")

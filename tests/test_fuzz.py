@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 
 EXAMPLES = 60

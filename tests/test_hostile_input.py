@@ -14,8 +14,8 @@ import pytest
 from chatgate.adapters.vercel_ai import VercelAIProtocol
 from chatgate.config import Config
 from chatgate.run_input import RunInput
-from chatgate.server import create_app
 from chatgate.strict_json import MAX_DEPTH
+from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 
 DEEP = "[" * 10_000 + "]" * 10_000

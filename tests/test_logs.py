@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from chatgate.logs import REQUEST_ID, JsonFormatter, logging_config
+from chatgate.telemetry.logs import REQUEST_ID, JsonFormatter, logging_config
 from tests.conftest import ChatgateProcess
 
 PROMPT_TEXT = "OPERATOR-PROMPT-7731"

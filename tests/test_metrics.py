@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chatgate.caller import Caller
 from chatgate.config import Config
 from chatgate.errors import ProviderError
-from chatgate.metrics import Metrics, error_kind
+from chatgate.telemetry.metrics import Metrics, error_kind
 from tests.conftest import make_config
 from tests.providers.fakes import Reply, fake_in_thread, text_reply
 from tests.providers.support import provider_table

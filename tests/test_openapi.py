@@ -9,9 +9,9 @@ from openapi_spec_validator import validate
 from starlette.routing import Route
 
 from chatgate.config import Config
-from chatgate.openapi import openapi_document
 from chatgate.protocol import discover_protocols
-from chatgate.server import create_app
+from chatgate.web.app import create_app
+from chatgate.web.openapi import openapi_document
 from tests.conftest import make_config
 
 

@@ -23,6 +23,6 @@ def test_every_folder_with_an_init_is_an_installed_package() -> None:
 
 def test_entry_points_name_the_installed_package() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"] == {"chatgate": "chatgate.cli:main"}
+    assert project["scripts"] == {"chatgate": "chatgate.serve.cli:main"}
     targets = project["entry-points"]["chatgate.protocols"].values()
     assert all(target.startswith("chatgate.adapters.") for target in targets)

@@ -3,7 +3,7 @@
 import gc
 import resource
 
-from chatgate.process import FULL_COLLECTION_EVERY, prepare_for_serving
+from chatgate.serve.process import FULL_COLLECTION_EVERY, prepare_for_serving
 
 
 def test_serving_freezes_startup_objects_rarefies_full_collections_and_opens_the_file_limit() -> None:

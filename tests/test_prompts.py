@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from chatgate.prompts import CodeSource, PromptRenderError, PromptTemplate, RequestFacts, Variable
+from chatgate.run.prompts import CodeSource, PromptRenderError, PromptTemplate, RequestFacts, Variable
 
 FACTS = RequestFacts(agent="bot", thread_id="t-1", now=datetime(2026, 1, 2, 3, 4, tzinfo=UTC), config={"tier": "pro"})
 

@@ -7,10 +7,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from chatgate import readiness
 from chatgate.config import Config
-from chatgate.readiness import add_check
-from chatgate.server import create_app
+from chatgate.web import readiness
+from chatgate.web.app import create_app
+from chatgate.web.readiness import add_check
 from tests.conftest import LiveServer, make_config
 
 AGENTS = {"bot": {"model": "builtin:echo", "default": True}}

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from chatgate.config import Config, load_config
-from chatgate.reload import ConfigWatcher
-from chatgate.server import create_app
+from chatgate.config.reload import ConfigWatcher
+from chatgate.web.app import create_app
 from tests.conftest import ChatgateProcess, LiveServer, run_node_client
 
 AGENT = '[agents.bot]\nmodel = "builtin:echo"\ndescription = "{}"\n'

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from chatgate.config import Config
-from chatgate.logs import RequestIdFilter
+from chatgate.telemetry.logs import RequestIdFilter
 from tests.conftest import make_config
 
 GENERATED = re.compile(r"[0-9a-f]{32}")

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 from tests.providers.fakes import FakeUpstream, Reply, fake_in_thread, openai_chunk
 from tests.providers.support import provider_table

@@ -1,14 +1,14 @@
 import asyncio
 from collections.abc import AsyncIterator
 
-from chatgate.agents import Agent
 from chatgate.config import AgentConfig
 from chatgate.errors import ProviderError
 from chatgate.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFinished, StepStarted, TextDelta
 from chatgate.history import SystemMessage, TextPart, UserMessage
 from chatgate.providers import ModelRequest
+from chatgate.run.agents import Agent
+from chatgate.run.runner import SHUTTING_DOWN, run_agent
 from chatgate.run_input import RunInput
-from chatgate.runner import SHUTTING_DOWN, run_agent
 
 
 class RecordingProvider:

@@ -7,12 +7,12 @@ from contextlib import aclosing
 import pytest
 import redis.asyncio as redis
 
-from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claim, Claimed, MemoryApprovalLedger
-from chatgate.approval_setup import app_approvals
+from chatgate.approvals.ledger import ApprovalLedgerError, ApprovalOutcome, Claim, Claimed, MemoryApprovalLedger
+from chatgate.approvals.setup import app_approvals
 from chatgate.events import RunFailed, ToolResult
+from chatgate.run.runner import ALREADY_ANSWERING, APPROVALS_UNAVAILABLE, run_agent
+from chatgate.run.tools import ServerTool
 from chatgate.run_input import ApprovalResponse
-from chatgate.runner import ALREADY_ANSWERING, APPROVALS_UNAVAILABLE, run_agent
-from chatgate.tools import ServerTool
 from tests.conftest import make_config
 from tests.test_runner_tools import SIGNER, ScriptedModel, after_approval_request, agent, says
 

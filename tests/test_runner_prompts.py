@@ -6,12 +6,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chatgate.agents import Agent, AgentRegistry
 from chatgate.config import parse_config
 from chatgate.events import RunFailed
 from chatgate.history import SystemMessage, TextPart, UserMessage
+from chatgate.run.agents import Agent, AgentRegistry
+from chatgate.run.runner import build_model_request, run_agent
 from chatgate.run_input import RunInput
-from chatgate.runner import build_model_request, run_agent
 from tests.test_runner import RecordingProvider
 
 HI = (UserMessage((TextPart("hi"),)),)

@@ -2,9 +2,8 @@
 
 from collections.abc import AsyncIterator
 
-from chatgate.agents import Agent
-from chatgate.approval_ledger import MemoryApprovalLedger
-from chatgate.approvals import ApprovalSigner
+from chatgate.approvals.ledger import MemoryApprovalLedger
+from chatgate.approvals.tokens import ApprovalSigner
 from chatgate.config import AgentConfig
 from chatgate.events import (
     ModelFinished,
@@ -23,9 +22,10 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from chatgate.providers import ModelRequest
+from chatgate.run.agents import Agent
+from chatgate.run.runner import NOT_RUN, run_agent
+from chatgate.run.tools import ServerTool
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
-from chatgate.runner import NOT_RUN, run_agent
-from chatgate.tools import ServerTool
 
 CALLS: list[str] = []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chatgate.runner import SHUTTING_DOWN
+from chatgate.run.runner import SHUTTING_DOWN
 from tests.conftest import ChatgateProcess
 
 CONFIG = """

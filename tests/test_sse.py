@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, Iterator
 import httpx
 import pytest
 
-from chatgate.sse import KEEPALIVE_FRAME, EventStreamResponse
+from chatgate.web.sse import KEEPALIVE_FRAME, EventStreamResponse
 from tests.conftest import LiveServer
 
 

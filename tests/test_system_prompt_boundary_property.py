@@ -23,7 +23,7 @@ from chatgate.config import AgentConfig, Config, ProviderConfig
 from chatgate.errors import RequestError
 from chatgate.providers import build_provider
 from chatgate.providers.http import HTTPProvider
-from chatgate.runner import build_model_request
+from chatgate.run.runner import build_model_request
 from tests.test_system_prompt_boundary import agent
 
 MARK = "\u2603"  # never drawn for any other text

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from chatgate.tools import ServerTool, ToolOutcome, import_function
+from chatgate.run.tools import ServerTool, ToolOutcome, import_function
 from tests import sample_tools
 
 

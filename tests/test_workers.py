@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from chatgate.runner import SHUTTING_DOWN
+from chatgate.run.runner import SHUTTING_DOWN
 from tests.conftest import ChatgateProcess
 from tests.test_shutdown import AG_UI, CONFIG, frames_after_sigterm
 

@@ -37,7 +37,7 @@ class _ExactCORS(CORSMiddleware):
         response = super().preflight_response(request_headers)
         if response.status_code == 200:
             return response
-        from chatgate.server import error_response  # the one renderer of refusals
+        from chatgate.web.app import error_response  # the one renderer of refusals
 
         refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
         origin = request_headers["origin"]

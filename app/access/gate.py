@@ -22,12 +22,12 @@ from chatgate.access.keys import KeyRing
 from chatgate.access.limits import Limits, MemoryLimits, StreamSlot
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
-from chatgate.chat_page import PAGE_PATHS
 from chatgate.config import Config
 from chatgate.errors import RequestError
+from chatgate.web.chat_page import PAGE_PATHS
 
 if TYPE_CHECKING:
-    from chatgate.agents import Agent, AgentRegistry
+    from chatgate.run.agents import Agent, AgentRegistry
 
 __all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent"]
 
@@ -89,7 +89,7 @@ class AccessMiddleware:
                     _count_refusal(state, caller, refused, "rpm")
                     raise
         except RequestError as error:
-            from chatgate.server import error_response  # the one renderer of refusals
+            from chatgate.web.app import error_response  # the one renderer of refusals
 
             await error_response(error)(scope, receive, send)
             return

@@ -80,7 +80,7 @@ def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: Provider
 
 
 def _prompt_problems(where: str, prompt: str | SystemPromptConfig | None, base_dir: Path) -> list[str]:
-    from chatgate.prompts import PLACEHOLDER
+    from chatgate.run.prompts import PLACEHOLDER
 
     if not isinstance(prompt, SystemPromptConfig):
         return []
@@ -105,7 +105,7 @@ def _prompt_problems(where: str, prompt: str | SystemPromptConfig | None, base_d
 
 
 def _tool_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
-    from chatgate.tools import import_function  # imports operator code: only when a config declares tools
+    from chatgate.run.tools import import_function  # imports operator code: only when a config declares tools
 
     problems = []
     for kind, names in (("tools", agent.tools), ("client_tools", agent.client_tools)):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from chatgate.policy import SystemPromptPolicy
+from chatgate.run.policy import SystemPromptPolicy
 
 __all__ = [
     "BUILTIN_MODELS",

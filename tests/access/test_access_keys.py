@@ -14,7 +14,7 @@ from chatgate.access import KeyRing
 from chatgate.caller import LOCAL
 from chatgate.config import Config, load_config
 from chatgate.errors import RequestError
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 from tests.test_reload import wait_for
 

@@ -7,8 +7,8 @@ import httpx
 import pytest
 import yaml
 
-from chatgate.cli import exposure_refusal, main
 from chatgate.config import load_config
+from chatgate.serve.cli import exposure_refusal, main
 from tests.conftest import ChatgateProcess, make_config
 
 AGENTS = {"bot": {"model": "builtin:echo"}}

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from chatgate.config import Config, load_config
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 from tests.e2e.approval_flows import (
     PROTOCOLS,

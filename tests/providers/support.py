@@ -6,15 +6,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from chatgate.agents import Agent
 from chatgate.config import AgentConfig, Config, ProviderConfig
 from chatgate.events import RunEvent
 from chatgate.history import Message
 from chatgate.providers import Provider, build_provider
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.http import upstream_client
+from chatgate.run.agents import Agent
+from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
-from chatgate.runner import run_agent
 
 FAST = {"connect": 2.0, "first_token": 5.0, "idle": 5.0}
 

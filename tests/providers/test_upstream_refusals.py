@@ -14,8 +14,8 @@ from chatgate.config import Config, ProviderConfig, ProviderTimeouts
 from chatgate.events import RunFailed
 from chatgate.history import AssistantMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from chatgate.providers.http import MAX_RETRY_AFTER, Upstream
+from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
-from chatgate.runner import run_agent
 from tests.conftest import make_config
 from tests.providers.fakes import FakeUpstream, Reply, fake_in_thread, text_reply
 from tests.providers.support import agent_on, collect, provider, provider_table, stream_once

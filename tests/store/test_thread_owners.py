@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from chatgate.server import create_app
+from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 
 KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789ab"}

@@ -8,7 +8,7 @@ from chatgate.errors import RequestError
 from chatgate.history import AssistantMessage, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from chatgate.run_input import RunInput
 from chatgate.store import StoredMessage
-from chatgate.thread_plan import plan_turn
+from chatgate.threads.plan import plan_turn
 
 
 def _user(message_id: str, text: str) -> UserMessage:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import httpx
 
 from chatgate.config import Config
-from chatgate.thread_run import CHECKPOINT_SECONDS
+from chatgate.threads.run import CHECKPOINT_SECONDS
 from tests.conftest import make_config
 
 Serve = Callable[[Config], str]

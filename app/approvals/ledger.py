@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeAlias
 
 from pydantic_core import to_jsonable_python
 
-from chatgate.approvals import TOKEN_TTL
+from chatgate.approvals.tokens import TOKEN_TTL
 from chatgate.events import ToolDenied, ToolResult
 
 __all__ = [

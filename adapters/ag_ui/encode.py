@@ -38,8 +38,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from chatgate.adapters import ag_ui_wire as wire
-from chatgate.adapters.ag_ui_snapshot import snapshot_messages
+from chatgate.adapters.ag_ui import wire
+from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.adapters.base import decode_body, sse_frame
 from chatgate.config import AgentConfig
 from chatgate.events import (

@@ -14,7 +14,7 @@ from typing import Any
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from chatgate.approval_ledger import (
+from chatgate.approvals.ledger import (
     ENTRY_TTL,
     ApprovalLedgerError,
     ApprovalOutcome,

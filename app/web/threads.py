@@ -26,12 +26,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chatgate.access import resolve_agent
-from chatgate.agents import Agent, AgentRegistry
 from chatgate.caller import Caller, caller_of
 from chatgate.config import AgentConfig
 from chatgate.errors import RequestError
 from chatgate.history import Message
 from chatgate.protocol import UIProtocol
+from chatgate.run.agents import Agent, AgentRegistry
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 
 __all__ = ["SystemMessageBody", "caller_thread", "thread_context", "thread_routes", "ui_messages_of"]

@@ -43,7 +43,7 @@ def serve_workers(
 ) -> int:
     """Serve with ``workers`` processes until SIGTERM or SIGINT; returns the exit status."""
     # The app named here is never loaded: each worker builds its own.
-    listening = uvicorn.Config(app="chatgate.server:create_app", **settings).bind_socket()
+    listening = uvicorn.Config(app="chatgate.web.app:create_app", **settings).bind_socket()
     context = multiprocessing.get_context("fork")  # the workers inherit the socket and the loaded config
     stop = threading.Event()
     processes: list[BaseProcess] = []
@@ -88,8 +88,8 @@ def _run_worker(
     listening: socket.socket,
 ) -> None:
     """One worker: its own app and event loop, serving on the inherited socket."""
-    from chatgate.process import prepare_for_serving
-    from chatgate.server import create_app
+    from chatgate.serve.process import prepare_for_serving
+    from chatgate.web.app import create_app
 
     # Its own process group: a terminal's Ctrl-C reaches the parent only, which passes it on once (a second
     # SIGINT would make uvicorn skip the graceful shutdown).

@@ -23,29 +23,29 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, resolve_agent
-from chatgate.agents import AgentRegistry
-from chatgate.approval_setup import app_approvals
+from chatgate.approvals.setup import app_approvals
 from chatgate.caller import caller_of
-from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
+from chatgate.config.reload import ConfigWatcher
 from chatgate.errors import RequestError
 from chatgate.files import check_files
-from chatgate.metrics import Metrics, metrics_endpoint
-from chatgate.observe import label_request, observe_request
-from chatgate.openapi import openapi_endpoint
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers.http import upstream_client
-from chatgate.readiness import add_check, readyz
 from chatgate.redis_client import connect_redis
-from chatgate.reload import ConfigWatcher
+from chatgate.run.agents import AgentRegistry
+from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
-from chatgate.run_routes import app_run_log, resume_endpoint, stop_routes
-from chatgate.runner import run_agent
-from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.store import open_store
-from chatgate.thread_routes import thread_routes
-from chatgate.thread_run import checkpoint_runs, close_thread_runs
-from chatgate.thread_stage import open_thread_turn
+from chatgate.telemetry.metrics import Metrics, metrics_endpoint
+from chatgate.telemetry.observe import label_request, observe_request
+from chatgate.threads.run import checkpoint_runs, close_thread_runs
+from chatgate.threads.stage import open_thread_turn
+from chatgate.web.chat_page import chat_page_routes
+from chatgate.web.openapi import openapi_endpoint
+from chatgate.web.readiness import add_check, readyz
+from chatgate.web.runs import app_run_log, resume_endpoint, stop_routes
+from chatgate.web.sse import RAW_SEND_KEY, EventStreamResponse
+from chatgate.web.threads import thread_routes
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]
 

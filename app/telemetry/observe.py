@@ -14,8 +14,8 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chatgate.caller import caller_of
-from chatgate.logs import REQUEST_ID, new_request_id, valid_request_id
-from chatgate.metrics import Metrics, key_label
+from chatgate.telemetry.logs import REQUEST_ID, new_request_id, valid_request_id
+from chatgate.telemetry.metrics import Metrics, key_label
 
 __all__ = ["REQUEST_ID_HEADER", "label_request", "observe_request"]
 

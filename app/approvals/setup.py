@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import redis.asyncio as redis
 
-from chatgate.approval_ledger import ApprovalLedger, MemoryApprovalLedger
-from chatgate.approval_ledger_redis import RedisApprovalLedger
-from chatgate.approvals import ApprovalSigner, new_secret
+from chatgate.approvals.ledger import ApprovalLedger, MemoryApprovalLedger
+from chatgate.approvals.redis import RedisApprovalLedger
+from chatgate.approvals.tokens import ApprovalSigner, new_secret
 from chatgate.config import Config
 
 __all__ = ["AppApprovals", "app_approvals"]

@@ -18,23 +18,23 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from chatgate.agents import Agent, prompt_template
-from chatgate.approval_ledger_store import StoreApprovalLedger
+from chatgate.approvals.store import StoreApprovalLedger
 from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import Message, SystemMessage
 from chatgate.ids import new_id
-from chatgate.metrics import Metrics
-from chatgate.prompts import PromptTemplate
 from chatgate.protocol import UIProtocol
-from chatgate.run_follow import replay_run, run_log_id
+from chatgate.run.agents import Agent, prompt_template
+from chatgate.run.prompts import PromptTemplate
+from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
 from chatgate.runlog import RunLog
-from chatgate.runner import run_agent
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadStore
-from chatgate.thread_plan import plan_turn
-from chatgate.thread_run import ThreadRun, TurnRecorder
+from chatgate.telemetry.metrics import Metrics
+from chatgate.threads.follow import replay_run, run_log_id
+from chatgate.threads.plan import plan_turn
+from chatgate.threads.run import ThreadRun, TurnRecorder
 
 __all__ = ["MAX_THREAD_ID", "ThreadTurn", "open_thread_turn", "thread_agent"]
 

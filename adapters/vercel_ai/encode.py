@@ -42,8 +42,8 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from chatgate.adapters.base import decode_body, sse_frame
-from chatgate.adapters.vercel_ai_messages import ui_messages
-from chatgate.adapters.vercel_ai_wire import (
+from chatgate.adapters.vercel_ai.messages import ui_messages
+from chatgate.adapters.vercel_ai.wire import (
     NEWEST,
     REQUEST,
     FileUIPart,

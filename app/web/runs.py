@@ -21,17 +21,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chatgate.access import hold_stream_slot, resolve_agent
-from chatgate.agents import AgentRegistry
 from chatgate.caller import caller_of
 from chatgate.config import ServerSettings
-from chatgate.metrics import Metrics
-from chatgate.observe import label_request
 from chatgate.protocol import UIProtocol
-from chatgate.run_follow import replay_run, run_log_id
+from chatgate.run.agents import AgentRegistry
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
-from chatgate.sse import EventStreamResponse
 from chatgate.store import ThreadStore
-from chatgate.thread_routes import caller_thread, thread_context
+from chatgate.telemetry.metrics import Metrics
+from chatgate.telemetry.observe import label_request
+from chatgate.threads.follow import replay_run, run_log_id
+from chatgate.web.sse import EventStreamResponse
+from chatgate.web.threads import caller_thread, thread_context
 
 __all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
 

@@ -7,7 +7,7 @@ the outcome is written when the tool has run; a replay reads it back.
 
 from __future__ import annotations
 
-from chatgate.approval_ledger import (
+from chatgate.approvals.ledger import (
     ApprovalOutcome,
     Claim,
     Claimed,

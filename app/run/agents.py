@@ -9,15 +9,15 @@ from typing import TypeAlias
 
 import httpx
 
-from chatgate.approval_ledger import ApprovalLedger, ApprovalOutcome, MemoryApprovalLedger
-from chatgate.approval_setup import AppApprovals
-from chatgate.approvals import ApprovalSigner, new_secret
+from chatgate.approvals.ledger import ApprovalLedger, ApprovalOutcome, MemoryApprovalLedger
+from chatgate.approvals.setup import AppApprovals
+from chatgate.approvals.tokens import ApprovalSigner, new_secret
 from chatgate.config import AgentConfig, Config
-from chatgate.operator_code import make_importable
-from chatgate.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.providers import Provider, build_provider
+from chatgate.run.operator_code import make_importable
+from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
+from chatgate.run.tools import ServerTool, import_function
 from chatgate.run_input import ToolDefinition
-from chatgate.tools import ServerTool, import_function
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "prompt_template"]
 

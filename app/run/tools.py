@@ -25,7 +25,7 @@ from typing import Any, get_type_hints
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from chatgate.operator_code import make_importable
+from chatgate.run.operator_code import make_importable
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json
 
@@ -51,7 +51,7 @@ def import_function(path: str, base_dir: Path | None = None) -> Callable[..., An
     """The callable at ``package.module:function``; ``ValueError`` says what is wrong with the path.
 
     With ``base_dir`` (the config file's folder) modules beside the config import too; see
-    ``chatgate.operator_code``.
+    ``chatgate.run.operator_code``.
     """
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:

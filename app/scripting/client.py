@@ -15,7 +15,7 @@
 ``bot.messages`` is the conversation's history (system message first once a turn has begun), as
 ``ModelClient.messages`` is in aimu; assigning a list of messages replaces the history. The conversation
 (``bot.conversation``) follows the seed / swap / reset lifecycle of
-``chatgate.conversation.Conversation``. A turn is added to it only once the model has answered in full.
+``chatgate.scripting.conversation.Conversation``. A turn is added to it only once the model has answered in full.
 Model settings are checked as a config file's ``model_settings`` are; a wrong one raises ``ValueError``.
 """
 
@@ -25,15 +25,15 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from chatgate.assembly import MessageAssembler
 from chatgate.config import AgentConfig, Config, resolve_provider
-from chatgate.conversation import KEEP, Conversation, Keep
 from chatgate.events import ModelFinished, TextDelta
 from chatgate.history import Message, SystemMessage, TextPart, UserMessage
 from chatgate.ids import new_id
 from chatgate.providers import ModelRequest, build_provider
 from chatgate.providers.http import upstream_client
 from chatgate.providers.settings import setting_problems
+from chatgate.run.assembly import MessageAssembler
+from chatgate.scripting.conversation import KEEP, Conversation, Keep
 
 __all__ = ["Client", "client"]
 

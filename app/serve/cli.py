@@ -18,7 +18,7 @@ import uvicorn
 
 from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
-from chatgate.logs import logging_config
+from chatgate.telemetry.logs import logging_config
 
 __all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
 
@@ -80,8 +80,8 @@ class GracefulServer(uvicorn.Server):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from chatgate.process import prepare_for_serving
-    from chatgate.server import create_app
+    from chatgate.serve.process import prepare_for_serving
+    from chatgate.web.app import create_app
 
     path = args.config or os.environ.get("CHATGATE_CONFIG")
     try:
@@ -111,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
         "timeout_graceful_shutdown": config.server.shutdown_grace_seconds,
     }
     if args.workers > 1:
-        from chatgate.workers import serve_workers
+        from chatgate.serve.workers import serve_workers
 
         return serve_workers(args.workers, config, config_path, settings, GracefulServer)
     app = create_app(config, config_path=config_path)

@@ -21,9 +21,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from chatgate.agents import Agent
-from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
-from chatgate.assembly import MessageAssembler
+from chatgate.approvals.ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -43,11 +41,13 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
 from chatgate.ids import new_id
-from chatgate.metrics import Metrics
-from chatgate.policy import apply_system_prompt_policy
-from chatgate.prompts import PromptRenderError, RequestFacts
 from chatgate.providers import ModelRequest
+from chatgate.run.agents import Agent
+from chatgate.run.assembly import MessageAssembler
+from chatgate.run.policy import apply_system_prompt_policy
+from chatgate.run.prompts import PromptRenderError, RequestFacts
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.telemetry.metrics import Metrics
 
 __all__ = [
     "ALREADY_ANSWERING",

@@ -23,7 +23,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import replace
 
-from chatgate.assembly import MessageAssembler
 from chatgate.events import (
     ReasoningDelta,
     RunEvent,
@@ -39,10 +38,11 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, Message
 from chatgate.ids import new_id
-from chatgate.run_follow import follow_run
+from chatgate.run.assembly import MessageAssembler
+from chatgate.run.runner import tool_message
 from chatgate.runlog import RunEnding, RunWriter
-from chatgate.runner import tool_message
 from chatgate.store import MessageStatus, RunningTurn, ThreadInfo, ThreadStore
+from chatgate.threads.follow import follow_run
 
 __all__ = ["CHECKPOINT_SECONDS", "ThreadRun", "TurnRecorder", "checkpoint_runs", "close_thread_runs"]
 
