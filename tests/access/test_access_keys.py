@@ -15,8 +15,8 @@ from chatgate.caller import LOCAL
 from chatgate.config import Config, load_config
 from chatgate.errors import RequestError
 from chatgate.web.app import create_app
+from tests.config.test_reload import wait_for
 from tests.conftest import LiveServer, make_config
-from tests.test_reload import wait_for
 
 Serve = Callable[[Config], str]
 

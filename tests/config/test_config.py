@@ -100,7 +100,7 @@ def test_the_default_config_is_one_agent_on_the_builtin_model() -> None:
 
 
 def test_the_shipped_example_config_is_valid() -> None:
-    example = Path(__file__).parent.parent / "docs" / "examples" / "chatgate.toml"
+    example = Path(__file__).parents[2] / "docs" / "examples" / "chatgate.toml"
     config = load_config(example)
     assert config.default_agent == "assistant"
 

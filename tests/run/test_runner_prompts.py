@@ -12,7 +12,7 @@ from chatgate.history import SystemMessage, TextPart, UserMessage
 from chatgate.run.agents import Agent, AgentRegistry
 from chatgate.run.runner import build_model_request, run_agent
 from chatgate.run_input import RunInput
-from tests.test_runner import RecordingProvider
+from tests.run.test_runner import RecordingProvider
 
 HI = (UserMessage((TextPart("hi"),)),)
 

@@ -13,8 +13,8 @@ import pytest
 
 from chatgate.config import Config
 from tests.conftest import make_config
-from tests.store.test_resume_ag_ui import drop_after_first_delta as drop_ag_ui
-from tests.store.test_resume_usechat import drop_after_first_delta as drop_usechat
+from tests.threads.test_resume_ag_ui import drop_after_first_delta as drop_ag_ui
+from tests.threads.test_resume_usechat import drop_after_first_delta as drop_usechat
 
 Serve = Callable[[Config], str]
 _TEXT = "one two three four five six seven eight nine ten eleven twelve"

@@ -24,7 +24,7 @@ from chatgate.errors import RequestError
 from chatgate.providers import build_provider
 from chatgate.providers.http import HTTPProvider
 from chatgate.run.runner import build_model_request
-from tests.test_system_prompt_boundary import agent
+from tests.run.test_system_prompt_boundary import agent
 
 MARK = "\u2603"  # never drawn for any other text
 KINDS = ["openai", "anthropic", "ollama"]

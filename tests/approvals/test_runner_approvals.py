@@ -14,7 +14,7 @@ from chatgate.run.runner import ALREADY_ANSWERING, APPROVALS_UNAVAILABLE, run_ag
 from chatgate.run.tools import ServerTool
 from chatgate.run_input import ApprovalResponse
 from tests.conftest import make_config
-from tests.test_runner_tools import SIGNER, ScriptedModel, after_approval_request, agent, says
+from tests.run.test_runner_tools import SIGNER, ScriptedModel, after_approval_request, agent, says
 
 
 class Gate:

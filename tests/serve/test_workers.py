@@ -12,7 +12,7 @@ import httpx
 
 from chatgate.run.runner import SHUTTING_DOWN
 from tests.conftest import ChatgateProcess
-from tests.test_shutdown import AG_UI, CONFIG, frames_after_sigterm
+from tests.web.test_shutdown import AG_UI, CONFIG, frames_after_sigterm
 
 
 def worker_pids(parent: int) -> set[int]:

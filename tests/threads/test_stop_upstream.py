@@ -11,7 +11,7 @@ from chatgate.config import Config
 from tests.conftest import make_config
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk
 from tests.providers.support import provider_table
-from tests.store.test_stop import _follow, _wait_for
+from tests.threads.test_stop import _follow, _wait_for
 
 Serve = Callable[[Config], str]
 SLOW = Reply(

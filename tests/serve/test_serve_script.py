@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "serve.sh"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "serve.sh"
 
 FAKE_PYTHON3 = f"""#!/usr/bin/env bash
 # -m venv DIR: a venv whose python logs pip calls and whose chatgate echoes its arguments

@@ -16,7 +16,7 @@ from chatgate.web.chat_page import PAGE_FILES, page_file
 from tests.conftest import make_config
 
 Serve = Callable[[Config], str]
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 PAGE_SOURCE = ROOT / "tests" / "clients" / "page"
 
 

@@ -1,0 +1,5 @@
+"""The stored-thread tests run on both stores: ``store_url`` comes from tests/store/conftest.py."""
+
+from tests.store.conftest import store_url
+
+__all__ = ["store_url"]
