@@ -9,8 +9,11 @@ ChatgateError
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError"]
+from starlette.responses import JSONResponse
+
+__all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError", "error_response"]
 
 
 class ChatgateError(Exception):
@@ -46,6 +49,14 @@ class RequestError(ChatgateError):
         self.details = list(details)
         self.headers = dict(headers or {})
         super().__init__(message)
+
+
+def error_response(error: RequestError) -> JSONResponse:
+    """The JSON body of a refused request: ``{"error": {"code", "message", "details"?}}``."""
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.details:
+        body["details"] = error.details
+    return JSONResponse({"error": body}, status_code=error.status, headers=error.headers or None)
 
 
 class ProviderError(ChatgateError):

@@ -29,6 +29,9 @@ __all__ = [
 ]
 
 
-def access_middleware(config: Config) -> list[Middleware]:
-    """The middleware of the access layer, outermost first: CORS (so refusals carry it), then keys and rpm."""
-    return [*cors_middleware(config.server), Middleware(AccessMiddleware)]
+def access_middleware(config: Config, open_paths: frozenset[str] = frozenset()) -> list[Middleware]:
+    """The middleware of the access layer, outermost first: CORS (so refusals carry it), then keys and rpm.
+
+    ``open_paths`` pass without a key, besides the probes (``OPEN_PATHS``): the app's chat page files.
+    """
+    return [*cors_middleware(config.server), Middleware(AccessMiddleware, open_paths=open_paths)]

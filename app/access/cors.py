@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from chatgate.config import ServerSettings
-from chatgate.errors import RequestError
+from chatgate.errors import RequestError, error_response
 
 __all__ = ["ALLOWED_HEADERS", "EXPOSED_HEADERS", "cors_middleware"]
 
@@ -37,8 +37,6 @@ class _ExactCORS(CORSMiddleware):
         response = super().preflight_response(request_headers)
         if response.status_code == 200:
             return response
-        from chatgate.web.app import error_response  # the one renderer of refusals
-
         refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
         origin = request_headers["origin"]
         return error_response(

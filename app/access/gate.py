@@ -23,16 +23,15 @@ from chatgate.access.limits import Limits, MemoryLimits, StreamSlot
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
-from chatgate.errors import RequestError
-from chatgate.web.chat_page import PAGE_PATHS
+from chatgate.errors import RequestError, error_response
 
 if TYPE_CHECKING:
     from chatgate.run.agents import Agent, AgentRegistry
 
 __all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent"]
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", *PAGE_PATHS})
-"""Probes a load balancer calls without a key, and the chat page's files (the page asks for a key)."""
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+"""Probes a load balancer calls without a key. The app adds the chat page's files (the page asks for a key)."""
 
 
 class _Access:
@@ -68,12 +67,13 @@ def _access(state: Any) -> _Access:
 class AccessMiddleware:
     """Authenticate each request and count it against its key's ``rpm``; refusals are JSON errors."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, open_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
+        self.open_paths = OPEN_PATHS | open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Set the caller, or answer with the refusal."""
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
@@ -89,8 +89,6 @@ class AccessMiddleware:
                     _count_refusal(state, caller, refused, "rpm")
                     raise
         except RequestError as error:
-            from chatgate.web.app import error_response  # the one renderer of refusals
-
             await error_response(error)(scope, receive, send)
             return
         scope[CALLER_SCOPE_KEY] = caller

@@ -27,7 +27,7 @@ from chatgate.approvals.setup import app_approvals
 from chatgate.caller import caller_of
 from chatgate.config import Config, default_config
 from chatgate.config.reload import ConfigWatcher
-from chatgate.errors import RequestError
+from chatgate.errors import RequestError, error_response
 from chatgate.files import check_files
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers.http import upstream_client
@@ -40,24 +40,16 @@ from chatgate.telemetry.metrics import Metrics, metrics_endpoint
 from chatgate.telemetry.observe import label_request, observe_request
 from chatgate.threads.run import checkpoint_runs, close_thread_runs
 from chatgate.threads.stage import open_thread_turn
-from chatgate.web.chat_page import chat_page_routes
+from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import add_check, readyz
 from chatgate.web.runs import app_run_log, resume_endpoint, stop_routes
 from chatgate.web.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.web.threads import thread_routes
 
-__all__ = ["ChatgateApp", "create_app", "error_response"]
+__all__ = ["ChatgateApp", "create_app"]
 
 logger = logging.getLogger("chatgate.server")
-
-
-def error_response(error: RequestError) -> JSONResponse:
-    """The JSON body of a refused request: ``{"error": {"code", "message", "details"?}}``."""
-    body: dict[str, Any] = {"code": error.code, "message": error.message}
-    if error.details:
-        body["details"] = error.details
-    return JSONResponse({"error": body}, status_code=error.status, headers=error.headers or None)
 
 
 class ChatgateApp(Starlette):
@@ -147,7 +139,7 @@ def create_app(
 
     app = ChatgateApp(
         routes=routes,
-        middleware=access_middleware(config),
+        middleware=access_middleware(config, PAGE_PATHS),
         lifespan=lifespan,
         exception_handlers={
             RequestError: _request_error_handler,
