@@ -6,11 +6,13 @@ bad values and missing env vars or files are errors that name the key path.
 """
 
 from chatgate.config.loading import load_config, parse_config
+from chatgate.config.model_settings import setting_problems
 from chatgate.config.schema import (
     BUILTIN_PROVIDER_NAMES,
     DEFAULT_AGENT_NAME,
     OLLAMA_DEFAULT_HOST,
     OPENAI_DEFAULT_BASE_URL,
+    PLACEHOLDER,
     AgentConfig,
     ClientToolConfig,
     CodeConfig,
@@ -23,6 +25,7 @@ from chatgate.config.schema import (
     ServerToolConfig,
     StoreSettings,
     SystemPromptConfig,
+    SystemPromptPolicy,
     VariableConfig,
     VercelAIVersion,
     default_config,
@@ -34,6 +37,7 @@ __all__ = [
     "DEFAULT_AGENT_NAME",
     "OLLAMA_DEFAULT_HOST",
     "OPENAI_DEFAULT_BASE_URL",
+    "PLACEHOLDER",
     "AgentConfig",
     "ClientToolConfig",
     "CodeConfig",
@@ -46,10 +50,12 @@ __all__ = [
     "ServerToolConfig",
     "StoreSettings",
     "SystemPromptConfig",
+    "SystemPromptPolicy",
     "VariableConfig",
     "VercelAIVersion",
     "default_config",
     "load_config",
     "parse_config",
     "resolve_provider",
+    "setting_problems",
 ]

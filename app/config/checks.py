@@ -12,14 +12,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from chatgate.config.model_settings import setting_problems
 from chatgate.config.schema import (
     BUILTIN_MODELS,
+    PLACEHOLDER,
     AgentConfig,
     Config,
     ProviderKind,
     SystemPromptConfig,
     resolve_provider,
 )
+from chatgate.operator_code import import_function
 
 __all__ = ["cross_checks"]
 
@@ -74,14 +77,10 @@ def _key_problems(config: Config) -> list[str]:
 
 
 def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | Literal["builtin"]) -> list[str]:
-    from chatgate.providers.settings import setting_problems  # the providers own their settings
-
     return [f"agents.{agent_name}.model_settings.{problem}" for problem in setting_problems(kind, agent.model_settings)]
 
 
 def _prompt_problems(where: str, prompt: str | SystemPromptConfig | None, base_dir: Path) -> list[str]:
-    from chatgate.run.prompts import PLACEHOLDER
-
     if not isinstance(prompt, SystemPromptConfig):
         return []
     problems = [
@@ -105,8 +104,6 @@ def _prompt_problems(where: str, prompt: str | SystemPromptConfig | None, base_d
 
 
 def _tool_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[str]:
-    from chatgate.run.tools import import_function  # imports operator code: only when a config declares tools
-
     problems = []
     for kind, names in (("tools", agent.tools), ("client_tools", agent.client_tools)):
         problems += [

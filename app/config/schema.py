@@ -15,14 +15,13 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from chatgate.run.policy import SystemPromptPolicy
-
 __all__ = [
     "BUILTIN_MODELS",
     "BUILTIN_PROVIDER_NAMES",
     "DEFAULT_AGENT_NAME",
     "OLLAMA_DEFAULT_HOST",
     "OPENAI_DEFAULT_BASE_URL",
+    "PLACEHOLDER",
     "AgentConfig",
     "ClientToolConfig",
     "CodeConfig",
@@ -35,6 +34,7 @@ __all__ = [
     "ServerToolConfig",
     "StoreSettings",
     "SystemPromptConfig",
+    "SystemPromptPolicy",
     "VariableConfig",
     "VercelAIVersion",
     "default_config",
@@ -44,6 +44,10 @@ __all__ = [
 DEFAULT_AGENT_NAME = "assistant"
 VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
 ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
+SystemPromptPolicy: TypeAlias = Literal["server", "client"]
+"""``manage_system_prompt``: who decides what the model is told to be (app/run/policy.py applies it)."""
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+"""A template's ``{{name}}`` placeholder: checked here against its variables, filled in by app/run/prompts.py."""
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _MODEL = r"^[A-Za-z0-9_.-]+:.+$"

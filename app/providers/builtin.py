@@ -10,7 +10,7 @@ offered tool NAME with those arguments, and when the history ends with tool resu
 stating them (``Tool results: ...``).
 
 Settings (an agent's ``model_settings``, checked when the config loads like every kind's, see
-``app/providers/settings.py``):
+``app/config/model_settings.py``):
 
 - ``delay``: seconds to wait before each word (default 0).
 - ``reasoning``: when true, a short reasoning span comes before the answer.

@@ -13,10 +13,10 @@ from chatgate.approvals.ledger import ApprovalLedger, ApprovalOutcome, MemoryApp
 from chatgate.approvals.setup import AppApprovals
 from chatgate.approvals.tokens import ApprovalSigner, new_secret
 from chatgate.config import AgentConfig, Config
+from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import Provider, build_provider
-from chatgate.run.operator_code import make_importable
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
-from chatgate.run.tools import ServerTool, import_function
+from chatgate.run.tools import ServerTool
 from chatgate.run_input import ToolDefinition
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "prompt_template"]

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
 
+from chatgate.config import SystemPromptPolicy
 from chatgate.history import Message, SystemMessage
 
 __all__ = ["PolicyResult", "SystemPromptPolicy", "apply_system_prompt_policy"]
 
 logger = logging.getLogger("chatgate.policy")
-
-SystemPromptPolicy: TypeAlias = Literal["server", "client"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,6 @@ failure raises ``PromptRenderError`` naming the variable.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,16 +32,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from chatgate.config import PLACEHOLDER
+
 __all__ = [
-    "PLACEHOLDER",
     "CodeSource",
     "PromptRenderError",
     "PromptTemplate",
     "RequestFacts",
     "Variable",
 ]
-
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 class PromptRenderError(Exception):

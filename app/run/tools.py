@@ -14,22 +14,19 @@ result is discarded.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from chatgate.run.operator_code import make_importable
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json
 
-__all__ = ["ServerTool", "ToolOutcome", "import_function"]
+__all__ = ["ServerTool", "ToolOutcome"]
 
 logger = logging.getLogger("chatgate.tools")
 
@@ -45,30 +42,6 @@ class ToolOutcome:
     content: str
     is_error: bool = False
     value: Any = None
-
-
-def import_function(path: str, base_dir: Path | None = None) -> Callable[..., Any]:
-    """The callable at ``package.module:function``; ``ValueError`` says what is wrong with the path.
-
-    With ``base_dir`` (the config file's folder) modules beside the config import too; see
-    ``chatgate.run.operator_code``.
-    """
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"{path!r} is not of the form package.module:function")
-    if base_dir is not None:
-        make_importable(base_dir)
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r}: {exc}") from exc
-    for name in attribute.split("."):
-        target = getattr(target, name, None)
-        if target is None:
-            raise ValueError(f"{module_name!r} has no attribute {attribute!r}")
-    if not callable(target):
-        raise ValueError(f"{path!r} is not callable")
-    return target  # type: ignore[no-any-return]
 
 
 def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]:

@@ -25,13 +25,12 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from chatgate.config import AgentConfig, Config, resolve_provider
+from chatgate.config import AgentConfig, Config, resolve_provider, setting_problems
 from chatgate.events import ModelFinished, TextDelta
 from chatgate.history import Message, SystemMessage, TextPart, UserMessage
 from chatgate.ids import new_id
 from chatgate.providers import ModelRequest, build_provider
 from chatgate.providers.http import upstream_client
-from chatgate.providers.settings import setting_problems
 from chatgate.run.assembly import MessageAssembler
 from chatgate.scripting.conversation import KEEP, Conversation, Keep
 

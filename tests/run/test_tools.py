@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from chatgate.run.tools import ServerTool, ToolOutcome, import_function
+from chatgate.operator_code import import_function
+from chatgate.run.tools import ServerTool, ToolOutcome
 from tests import sample_tools
 
 
