@@ -7,6 +7,7 @@ the core never imports ``adapters/``.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Protocol
 
@@ -15,7 +16,26 @@ from chatgate.events import RunEvent
 from chatgate.history import Message
 from chatgate.run_input import RunInput
 
-__all__ = ["UIProtocol", "discover_protocols"]
+__all__ = ["ThreadCapabilities", "UIProtocol", "discover_protocols"]
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCapabilities:
+    """How a protocol's client holds a stored thread: what the stored-thread code does differently for it.
+
+    The core asks these, never a protocol's name, so a third protocol is one module and one entry point.
+    """
+
+    newest_message_only: bool = False
+    """Only the last message a client sends can be new (useChat resends the thread it shows)."""
+    hydrates: bool = False
+    """A request that adds nothing asks for the thread, and gets it with no run (AG-UI)."""
+    snapshot_when_behind: bool = False
+    """A client that lacks stored messages is sent the thread before the run (``RunInput.snapshot``)."""
+    names_the_answer: bool = False
+    """The client knows an answer by the message id its stream announced, so the stored turn keeps it (useChat)."""
+    serves_messages: bool = False
+    """``GET .../threads/{id}/messages`` answers with this protocol's ``ui_messages(history, agent)``."""
 
 
 class UIProtocol(Protocol):
@@ -27,6 +47,8 @@ class UIProtocol(Protocol):
     """The last path segment of its per-agent route: ``/agents/{agent}/{route}``."""
     default_path: str
     """The path that serves the default agent, e.g. ``/api/chat``."""
+    threads: ThreadCapabilities
+    """How its client holds a stored thread."""
 
     def decode(self, body: bytes) -> RunInput:
         """Decode a request body; raise ``RequestError`` naming what is wrong."""

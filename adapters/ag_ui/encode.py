@@ -76,6 +76,7 @@ from chatgate.history import (
     UserPart,
 )
 from chatgate.ids import new_id
+from chatgate.protocol import ThreadCapabilities
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 from chatgate.strict_json import client_json, dump_json
 
@@ -93,6 +94,7 @@ class AgUiProtocol:
     name = "ag-ui"
     route = "ag-ui"
     default_path = "/ag-ui"
+    threads = ThreadCapabilities(hydrates=True, snapshot_when_behind=True)
 
     def request_schema(self, ref_template: str) -> dict[str, Any]:
         """The JSON schema of a request body, ``RunAgentInput`` (for ``GET /openapi.json``)."""

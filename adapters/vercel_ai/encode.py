@@ -90,6 +90,7 @@ from chatgate.history import (
     UserPart,
 )
 from chatgate.ids import new_id
+from chatgate.protocol import ThreadCapabilities
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.strict_json import dump_json
 
@@ -131,6 +132,7 @@ class VercelAIProtocol:
     name = "vercel-ai"
     route = "chat"
     default_path = "/api/chat"
+    threads = ThreadCapabilities(newest_message_only=True, names_the_answer=True, serves_messages=True)
 
     def request_schema(self, ref_template: str) -> dict[str, Any]:
         """The JSON schema of a request body, ``ChatRequest`` (for ``GET /openapi.json``)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from chatgate.errors import RequestError
 from chatgate.history import AssistantMessage, Message, ToolMessage, UserMessage
 from chatgate.ids import new_id
+from chatgate.protocol import ThreadCapabilities
 from chatgate.run_input import RunInput
 from chatgate.store import NewMessage, StoredMessage
 
@@ -47,7 +48,11 @@ class ThreadPlan:
 
 
 def plan_turn(
-    stored: Sequence[StoredMessage], run_input: RunInput, *, protocol: str, server_tools: Collection[str]
+    stored: Sequence[StoredMessage],
+    run_input: RunInput,
+    *,
+    protocol: ThreadCapabilities,
+    server_tools: Collection[str],
 ) -> ThreadPlan:
     """Reconcile ``run_input`` with ``stored``; see the module docstring."""
     history = [_public(message.message, message.public_id) for message in stored]
@@ -63,14 +68,14 @@ def plan_turn(
             answer = replace(message, id=new_id("msg"))
             append.append(NewMessage(answer, client_id=message.id or None))
         elif isinstance(message, UserMessage) and message.id not in known:
-            if protocol == "vercel-ai" and index != len(client) - 1:
-                continue  # useChat: only the newest message can be new
+            if protocol.newest_message_only and index != len(client) - 1:
+                continue
             known.add(message.id)
             append.append(NewMessage(replace(message, id=new_id("msg")), client_id=message.id or None))
     client_ids = {message.id for message in client}
     behind = any(message.public_id not in client_ids for message in stored)
     nothing_new = not append and not run_input.approvals
-    hydrate = protocol == "ag-ui" and nothing_new
+    hydrate = protocol.hydrates and nothing_new
     if nothing_new and not hydrate and not (history and isinstance(history[-1], UserMessage)):
         raise RequestError(422, "nothing_to_answer", "the request adds no new message to this thread")
     last_group = _last_assistant_id(stored)

@@ -77,7 +77,7 @@ async def open_thread_turn(
     for attempt in range(_ATTEMPTS):
         known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
         stored: list[StoredMessage] = await store.messages(known) if known is not None else []
-        plan = plan_turn(stored, run_input, protocol=protocol.name, server_tools=agent.server_tools)
+        plan = plan_turn(stored, run_input, protocol=protocol.threads, server_tools=agent.server_tools)
         if plan.hydrate:
             if known is not None and known.active_run is not None:
                 log_id = run_log_id(known.active_run, protocol.name)
@@ -111,13 +111,13 @@ async def open_thread_turn(
     else:  # pragma: no cover - the loop either breaks or raises
         raise ThreadBusy()
     model_input = replace(run_input, messages=(*client_system, *plan.history))
-    recorder = TurnRecorder(plan.message_id if protocol.name == "vercel-ai" and not plan.continues else None)
+    recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.
     model_agent = replace(model_agent, approval_ledger=StoreApprovalLedger(store, thread))
     encode_input = replace(
         run_input,
         continue_message_id=plan.message_id,
-        snapshot=plan.history if plan.behind and protocol.name == "ag-ui" else None,
+        snapshot=plan.history if plan.behind and protocol.threads.snapshot_when_behind else None,
     )
     log_id = run_log_id(run_key, protocol.name)
     try:

@@ -53,7 +53,7 @@ _BODY: TypeAdapter[SystemMessageBody] = TypeAdapter(SystemMessageBody)
 
 
 def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
-    """The thread routes; ``GET .../messages`` speaks the installed ``vercel-ai`` protocol's UIMessages."""
+    """The thread routes; ``GET .../messages`` speaks the installed protocol that ``serves_messages``."""
     render = ui_messages_of(protocols)
 
     async def list_threads(request: Request) -> Response:
@@ -159,10 +159,10 @@ _Render = Callable[[Sequence[tuple[Message, str]], AgentConfig], list[dict[str, 
 
 
 def ui_messages_of(protocols: Sequence[UIProtocol]) -> _Render | None:
-    """The ``ui_messages`` of the installed useChat protocol (the core never imports adapters)."""
+    """The ``ui_messages`` of the installed protocol that serves stored messages (the core never imports adapters)."""
     for protocol in protocols:
         render = getattr(protocol, "ui_messages", None)
-        if protocol.name == "vercel-ai" and render is not None:
+        if protocol.threads.serves_messages and render is not None:
             return cast(_Render, render)
     return None
 
