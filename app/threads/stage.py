@@ -20,6 +20,7 @@ from pathlib import Path
 
 from chatgate.approvals.store import StoreApprovalLedger
 from chatgate.caller import Caller
+from chatgate.config import Config
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import Message, SystemMessage
@@ -36,11 +37,25 @@ from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.plan import plan_turn
 from chatgate.threads.run import ThreadRun, TurnRecorder
 
-__all__ = ["MAX_THREAD_ID", "ThreadTurn", "open_thread_turn", "thread_agent"]
+__all__ = ["MAX_THREAD_ID", "ThreadServices", "ThreadTurn", "open_thread_turn", "thread_agent"]
 
 _ATTEMPTS = 3
 MAX_THREAD_ID = 200
 """The longest thread id a stored conversation accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadServices:
+    """What every stored-thread turn of an app shares, built once when the app starts."""
+
+    store: ThreadStore
+    run_log: RunLog
+    """Where detached runs write their frames (app/runlog/)."""
+    stopping: asyncio.Event
+    """Set when the server shuts down: running turns end in protocol."""
+    runs: set[ThreadRun]
+    """The runs going on in this process, checkpointed together and closed at shutdown."""
+    metrics: Metrics | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,22 +66,22 @@ class ThreadTurn:
 
 
 async def open_thread_turn(
-    store: ThreadStore | None,
+    services: ThreadServices | None,
     agent: Agent,
     caller: Caller,
     run_input: RunInput,
     *,
     protocol: UIProtocol,
-    run_log: RunLog,
-    base_dir: Path,
-    stopping: asyncio.Event,
-    finish_on_disconnect: bool,
-    runs: set[ThreadRun],
-    metrics: Metrics | None = None,
+    config: Config,
 ) -> ThreadTurn:
-    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte."""
-    if store is None:
+    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
+
+    ``services`` is None when no store is open; ``config`` is the agents' config (it may have been reloaded).
+    """
+    if services is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
+    store, run_log, metrics = services.store, services.run_log, services.metrics
+    base_dir, finish_on_disconnect = config.base_dir, config.store.finish_on_disconnect
     if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
         raise RequestError(
             422,
@@ -129,15 +144,15 @@ async def open_thread_turn(
         store,
         thread,
         run_key,
-        run_agent(model_agent, model_input, stopping=stopping, metrics=metrics),
+        run_agent(model_agent, model_input, stopping=services.stopping, metrics=metrics),
         recorder,
         writer,
         encode=partial(protocol.encode, encode_input, agent.config),
         interrupted=partial(protocol.interrupted, agent.config),
         finish_on_disconnect=finish_on_disconnect,
     )
-    runs.add(run)
-    run.task.add_done_callback(lambda _: runs.discard(run))
+    services.runs.add(run)
+    run.task.add_done_callback(lambda _: services.runs.discard(run))
     return ThreadTurn(run.follow(run_log.follow(log_id)))
 
 

@@ -39,7 +39,7 @@ from chatgate.store import open_store
 from chatgate.telemetry.metrics import Metrics, metrics_endpoint
 from chatgate.telemetry.observe import label_request, observe_request
 from chatgate.threads.run import checkpoint_runs, close_thread_runs
-from chatgate.threads.stage import open_thread_turn
+from chatgate.threads.stage import ThreadServices, open_thread_turn
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import add_check, readyz
@@ -97,6 +97,13 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
+            app.state.threads = (
+                ThreadServices(
+                    app.state.store, app.state.run_log, app.state.stopping, app.state.thread_runs, app.state.metrics
+                )
+                if app.state.store is not None
+                else None
+            )
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
@@ -207,17 +214,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         async def start() -> EventStreamResponse:
             if stored:
                 turn = await open_thread_turn(
-                    request.app.state.store,
-                    agent,
-                    caller,
-                    run_input,
-                    protocol=protocol,
-                    run_log=request.app.state.run_log,
-                    base_dir=registry.config.base_dir,
-                    stopping=request.app.state.stopping,
-                    finish_on_disconnect=registry.config.store.finish_on_disconnect,
-                    runs=request.app.state.thread_runs,
-                    metrics=metrics,
+                    request.app.state.threads, agent, caller, run_input, protocol=protocol, config=registry.config
                 )
                 frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
             else:
