@@ -9,11 +9,25 @@ ChatgateError
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias, get_args
 
 from starlette.responses import JSONResponse
 
-__all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError", "error_response"]
+__all__ = [
+    "PROVIDER_ERROR_CODES",
+    "ChatgateError",
+    "ConfigError",
+    "ProviderError",
+    "ProviderErrorCode",
+    "RequestError",
+    "error_response",
+]
+
+ProviderErrorCode: TypeAlias = Literal[
+    "connect", "rate_limited", "overloaded", "upstream_5xx", "rejected", "timeout", "interrupted", "other"
+]
+PROVIDER_ERROR_CODES: tuple[ProviderErrorCode, ...] = get_args(ProviderErrorCode)
+"""The kinds of upstream failure, as metrics label them."""
 
 
 class ChatgateError(Exception):
@@ -63,10 +77,19 @@ class ProviderError(ChatgateError):
     """The upstream model failed. ``public_message`` is what a client may see; the rest is for the log.
 
     ``retryable`` is true for failures worth retrying before any token was sent (connect errors,
-    429, 503).
+    429, 503). ``code`` is the failure's stable kind, one of ``PROVIDER_ERROR_CODES``: metrics label on
+    it, never on the wording of ``public_message``.
     """
 
-    def __init__(self, detail: str, *, public_message: str = "The model failed.", retryable: bool = False) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        public_message: str = "The model failed.",
+        retryable: bool = False,
+        code: ProviderErrorCode = "other",
+    ) -> None:
         self.public_message = public_message
         self.retryable = retryable
+        self.code = code
         super().__init__(detail)

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
-from chatgate.errors import ProviderError
+from chatgate.errors import ProviderError, ProviderErrorCode
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -73,9 +73,9 @@ STOP_REASONS: Mapping[str, FinishReason] = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
-ERROR_MESSAGES: Mapping[str, str] = {
-    "overloaded_error": "The model provider is overloaded; try again later.",
-    "rate_limit_error": "The model provider is rate limiting requests; try again later.",
+ERROR_MESSAGES: Mapping[str, tuple[str, ProviderErrorCode]] = {
+    "overloaded_error": ("The model provider is overloaded; try again later.", "overloaded"),
+    "rate_limit_error": ("The model provider is rate limiting requests; try again later.", "rate_limited"),
 }
 
 
@@ -175,14 +175,14 @@ class AnthropicProvider(HTTPProvider):
                 break
             elif kind == "error":
                 error = payload.get("error") or {}
-                raise ProviderError(
-                    f"{self.name}: error event: {data[:500]!r}",
-                    public_message=ERROR_MESSAGES.get(error.get("type", ""), "The model failed."),
-                )
+                public, code = ERROR_MESSAGES.get(error.get("type", ""), ("The model failed.", "other"))
+                raise ProviderError(f"{self.name}: error event: {data[:500]!r}", public_message=public, code=code)
             # ping and event types newer than this code: nothing to do
         if not finished and stop_reason is None:
             raise ProviderError(
-                f"{self.name}: the stream ended without message_stop", public_message="The model stream ended early."
+                f"{self.name}: the stream ended without message_stop",
+                public_message="The model stream ended early.",
+                code="interrupted",
             )
         for block in blocks.values():
             yield block.end()

@@ -50,7 +50,7 @@ from httpx._utils import get_environment_proxies  # the environment's proxies, p
 from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
-from chatgate.errors import ProviderError
+from chatgate.errors import ProviderError, ProviderErrorCode
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.pool import ShardedTransport
@@ -146,7 +146,7 @@ class HTTPProvider:
 
 def malformed(upstream: str, what: str) -> ProviderError:
     """The error for an upstream stream that breaks its own wire format."""
-    return ProviderError(f"{upstream}: malformed stream: {what}", public_message=INTERRUPTED)
+    return ProviderError(f"{upstream}: malformed stream: {what}", public_message=INTERRUPTED, code="interrupted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +214,9 @@ class Upstream:
                     first = await anext(events)
                 except StopAsyncIteration:
                     raise ProviderError(
-                        f"{self.name}: the stream ended before any event", public_message=INTERRUPTED
+                        f"{self.name}: the stream ended before any event",
+                        public_message=INTERRUPTED,
+                        code="interrupted",
                     ) from None
                 watchdog.started()
                 yield first
@@ -225,12 +227,14 @@ class Upstream:
                 await response.aclose()
         except httpx.HTTPError as exc:
             detail = self.redact(f"{self.name}: the stream broke: {exc!r}")
-            raise ProviderError(detail, public_message=INTERRUPTED) from exc
+            raise ProviderError(detail, public_message=INTERRUPTED, code="interrupted") from exc
         except ProviderError as exc:  # also the decoder's, e.g. an error event quoting the key
             detail = self.redact(str(exc))
             if detail == str(exc):
                 raise
-            raise ProviderError(detail, public_message=exc.public_message, retryable=exc.retryable) from None
+            raise ProviderError(
+                detail, public_message=exc.public_message, retryable=exc.retryable, code=exc.code
+            ) from None
         finally:
             watchdog.close()
 
@@ -254,7 +258,7 @@ class Upstream:
                 detail = (
                     f"{outcome}; it asks to be retried after {delay:g}s, longer than we wait ({MAX_RETRY_AFTER:g}s)"
                 )
-                raise ProviderError(detail, public_message=outcome.public_message)
+                raise ProviderError(detail, public_message=outcome.public_message, code=outcome.code)
             delay = max(delay, self.backoff * 2**attempt)
             logger.warning("%s; retrying in %.1fs", outcome, delay)  # the detail already names the provider
             attempt += 1
@@ -269,14 +273,16 @@ class Upstream:
                 self.redact(f"{self.name}: cannot connect to {self.url}: {exc!r}"),
                 public_message="The model provider could not be reached.",
                 retryable=True,
+                code="connect",
             )
             return error, 0.0
         except httpx.RemoteProtocolError as exc:  # e.g. a pooled keep-alive connection closed under us
             detail = self.redact(f"{self.name}: no response: {exc!r}")
-            error = ProviderError(detail, public_message=INTERRUPTED, retryable=True)
+            error = ProviderError(detail, public_message=INTERRUPTED, retryable=True, code="interrupted")
             return error, 0.0
         except httpx.HTTPError as exc:
-            return ProviderError(self.redact(f"{self.name}: request failed: {exc!r}"), public_message=INTERRUPTED), 0.0
+            detail = self.redact(f"{self.name}: request failed: {exc!r}")
+            return ProviderError(detail, public_message=INTERRUPTED, code="interrupted"), 0.0
         if response.status_code < 300:
             return response, 0.0
         longest = len(self.secrets[0]) if self.secrets else 0
@@ -308,15 +314,16 @@ async def _drain(reads: AsyncIterator[bytes]) -> None:
 def _status_error(name: str, response: httpx.Response, excerpt: str, redact: Callable[[str], str]) -> ProviderError:
     status = response.status_code
     detail = f"{name}: HTTP {status} from {redact(str(response.request.url))}: {excerpt}"
+    code: ProviderErrorCode
     if status == 429:
-        public = "The model provider is rate limiting requests; try again later."
+        public, code = "The model provider is rate limiting requests; try again later.", "rate_limited"
     elif status in (503, 529):
-        public = "The model provider is overloaded; try again later."
+        public, code = "The model provider is overloaded; try again later.", "overloaded"
     elif status >= 500:
-        public = "The model provider failed."
+        public, code = "The model provider failed.", "upstream_5xx"
     else:
-        public = "The model provider rejected the request."
-    return ProviderError(detail, public_message=public, retryable=status in RETRYABLE_STATUS)
+        public, code = "The model provider rejected the request.", "rejected"
+    return ProviderError(detail, public_message=public, retryable=status in RETRYABLE_STATUS, code=code)
 
 
 def _retry_after(response: httpx.Response) -> float:
@@ -437,6 +444,7 @@ class _Watchdog:
         return ProviderError(
             f"{self._upstream.name}: no answer within the {which} timeout ({limit:g}s)",
             public_message="The model took too long to respond.",
+            code="timeout",
         )
 
 

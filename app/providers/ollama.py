@@ -134,7 +134,9 @@ class OllamaProvider(HTTPProvider):
             if "error" in line:
                 raise ProviderError(f"{self.name}: error mid-stream: {str(line['error'])[:500]}")
         raise ProviderError(
-            f"{self.name}: the stream ended without a done line", public_message="The model stream ended early."
+            f"{self.name}: the stream ended without a done line",
+            public_message="The model stream ended early.",
+            code="interrupted",
         )
 
     def _tool_call(self, call: Any) -> tuple[RunEvent, ...]:

@@ -133,6 +133,7 @@ class OpenAIProvider(HTTPProvider):
             raise ProviderError(
                 f"{self.name}: the stream ended without [DONE] or a finish_reason",
                 public_message="The model stream ended early.",
+                code="interrupted",
             )
         for closed in spans.close():
             yield closed

@@ -192,7 +192,9 @@ async def run_agent(
                     meter.ended(first_event_at, usage, failure)
             if reason is None:
                 raise ProviderError(
-                    "the model stream ended without finishing", public_message="The model stream ended early."
+                    "the model stream ended without finishing",
+                    public_message="The model stream ended early.",
+                    code="interrupted",
                 )
             yield StepFinished(name, reason)
             if reason != "tool_calls" or assembler is None:

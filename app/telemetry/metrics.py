@@ -46,24 +46,10 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _EVENT_BUCKETS = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 
-# ProviderError's public messages are the fixed set its raisers choose from; each maps to one kind.
-_ERROR_KINDS = {
-    "The model provider could not be reached.": "connect",
-    "The model provider is rate limiting requests; try again later.": "rate_limited",
-    "The model provider is overloaded; try again later.": "overloaded",
-    "The model provider failed.": "upstream_5xx",
-    "The model provider rejected the request.": "rejected",
-    "The model took too long to respond.": "timeout",
-    "The model stream was interrupted.": "interrupted",
-    "The model stream ended early.": "interrupted",
-}
-
 
 def error_kind(error: BaseException) -> str:
-    """The fixed ``kind`` label of an upstream failure (``other`` for one not in the known set)."""
-    if isinstance(error, ProviderError):
-        return _ERROR_KINDS.get(error.public_message, "other")
-    return "other"
+    """The fixed ``kind`` label of an upstream failure: its stable ``ProviderError.code``, else ``other``."""
+    return error.code if isinstance(error, ProviderError) else "other"
 
 
 def key_label(caller: Caller) -> str:
