@@ -1,9 +1,21 @@
-"""chatgate's exceptions, each carrying what its handler needs.
+"""chatgate's exceptions, each carrying what its handler needs, and the JSON body of a refusal.
+
+Every exception chatgate raises on purpose is a ``ChatgateError``. The base and the three that cross
+layers live here; the others live beside the code that raises them:
 
 ChatgateError
-├── ConfigError         the config file is invalid; ``problems`` names each key path
-├── RequestError        a client sent something we refuse; becomes a 4xx JSON response
-└── ProviderError       the upstream model failed; detail is logged, never sent to the client
+├── ConfigError           the config file is invalid; ``problems`` names each key path
+├── RequestError          a client sent something we refuse; becomes a 4xx JSON response
+├── ProviderError         the upstream model failed; detail is logged, never sent to the client
+├── ThreadError           store/: the store refuses a thread operation; the app maps it to HTTP
+│   ├── UnknownThread         404 ``unknown_thread``
+│   └── ThreadBusy            409 ``thread_busy``
+├── ProducerLost          runlog/: a followed run's producer died without an ending
+├── ReplayUnavailable     runlog/: a run's log no longer holds its start
+├── ApprovalLedgerError   approvals/: the ledger cannot be asked; nothing runs on that approval
+├── PromptRenderError     run/prompts.py: a system prompt cannot be rendered
+├── RunError              run/runner.py: a run cannot go on; the message is safe for the client
+└── ServerStopping        run/runner.py: the server is shutting down; the run ends in protocol
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeAlias
 from pydantic_core import to_jsonable_python
 
 from chatgate.approvals.tokens import TOKEN_TTL
+from chatgate.errors import ChatgateError
 from chatgate.events import ToolDenied, ToolResult
 
 __all__ = [
@@ -75,7 +76,7 @@ class Settled:
 Claim: TypeAlias = Claimed | Pending | Settled
 
 
-class ApprovalLedgerError(Exception):
+class ApprovalLedgerError(ChatgateError):
     """The ledger could not be asked (its store is unreachable): nothing may run on that approval now."""
 
 

@@ -33,6 +33,7 @@ import anyio
 import anyio.to_thread
 
 from chatgate.config import PLACEHOLDER
+from chatgate.errors import ChatgateError
 
 __all__ = [
     "CodeSource",
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 
-class PromptRenderError(Exception):
+class PromptRenderError(ChatgateError):
     """Rendering failed; ``variable`` names where (None for the template's own runtime code)."""
 
     def __init__(self, variable: str | None, detail: str) -> None:

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from chatgate.approvals.ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
-from chatgate.errors import ProviderError
+from chatgate.errors import ChatgateError, ProviderError
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -239,11 +239,11 @@ async def run_agent(
         yield RunFailed("An internal error occurred.", code="internal_error")
 
 
-class RunError(Exception):
+class RunError(ChatgateError):
     """A run cannot go on; the message is safe for the client and the detail is already logged."""
 
 
-class ServerStopping(Exception):
+class ServerStopping(ChatgateError):
     """The server is shutting down: the run ends now, in protocol."""
 
 

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
+from chatgate.errors import ChatgateError
+
 __all__ = ["ProducerLost", "ReplayUnavailable", "RunEnding", "RunLog", "RunLogLimits", "RunWriter"]
 
 RunEnding: TypeAlias = Literal["finished", "stopped", "failed"]
@@ -28,11 +30,11 @@ class RunLogLimits:
     """Redis: seconds a producer's lease lasts unless renewed; followers give up on it after this."""
 
 
-class ProducerLost(Exception):
+class ProducerLost(ChatgateError):
     """The run's producer stopped without an ending (its process died): end the stream as failed."""
 
 
-class ReplayUnavailable(Exception):
+class ReplayUnavailable(ChatgateError):
     """The run's log no longer holds its start (too long, or expired): it cannot be replayed."""
 
 

@@ -16,9 +16,11 @@ from chatgate.store.base import (
     StoredMessage,
     SystemState,
     ThreadBusy,
+    ThreadError,
     ThreadInfo,
     ThreadStore,
     ThreadSummary,
+    UnknownThread,
 )
 from chatgate.store.postgres import PostgresEngine
 from chatgate.store.sql import SqlThreadStore
@@ -33,9 +35,11 @@ __all__ = [
     "StoredMessage",
     "SystemState",
     "ThreadBusy",
+    "ThreadError",
     "ThreadInfo",
     "ThreadStore",
     "ThreadSummary",
+    "UnknownThread",
     "open_store",
 ]
 

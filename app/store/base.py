@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
-from chatgate.errors import RequestError
+from chatgate.errors import ChatgateError
 from chatgate.history import Message
 
 __all__ = [
@@ -24,9 +24,11 @@ __all__ = [
     "StoredMessage",
     "SystemState",
     "ThreadBusy",
+    "ThreadError",
     "ThreadInfo",
     "ThreadStore",
     "ThreadSummary",
+    "UnknownThread",
 ]
 
 MessageStatus: TypeAlias = Literal["complete", "partial", "error"]
@@ -110,11 +112,22 @@ class AuditEntry:
     at: float
 
 
-class ThreadBusy(RequestError):
-    """409 ``thread_busy``: another run holds the thread, or it changed under this request."""
+class ThreadError(ChatgateError):
+    """The store refuses an operation on a thread; its message is safe for the client.
+
+    The store knows nothing of HTTP: the app maps each class to its answer (app/web/app.py).
+    """
+
+
+class UnknownThread(ThreadError):
+    """No such thread for this owner and agent (HTTP: 404 ``unknown_thread``)."""
+
+
+class ThreadBusy(ThreadError):
+    """Another run holds the thread, or it changed under this request (HTTP: 409 ``thread_busy``)."""
 
     def __init__(self, message: str = "another run is in progress on this thread; try again when it ends") -> None:
-        super().__init__(409, "thread_busy", message)
+        super().__init__(message)
 
 
 RunningTurn: TypeAlias = tuple[ThreadInfo, str, Sequence[Message]]

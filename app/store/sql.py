@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from chatgate.errors import RequestError
 from chatgate.history import Message
 from chatgate.ids import new_id
 from chatgate.store.base import (
@@ -32,6 +31,7 @@ from chatgate.store.base import (
     ThreadBusy,
     ThreadInfo,
     ThreadSummary,
+    UnknownThread,
 )
 from chatgate.store.codec import decode_message, encode_message
 from chatgate.store.schema import MIGRATIONS
@@ -366,7 +366,7 @@ async def _held(tx: Transaction, owner: str, agent: str, thread_id: str, revisio
     )
     thread = await _thread(tx, owner, agent, thread_id)
     if thread is None:
-        raise RequestError(404, "unknown_thread", f"no thread {thread_id!r} on agent {agent!r}")
+        raise UnknownThread(f"no thread {thread_id!r} on agent {agent!r}")
     if changed != 1:
         raise ThreadBusy("the thread is busy with a run or changed since you read it (revision); try again")
     if thread.active_run is not None:  # the run that held it died

@@ -35,7 +35,7 @@ from chatgate.redis_client import connect_redis
 from chatgate.run.agents import AgentRegistry
 from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
-from chatgate.store import open_store
+from chatgate.store import ThreadBusy, ThreadError, UnknownThread, open_store
 from chatgate.telemetry.metrics import Metrics, metrics_endpoint
 from chatgate.telemetry.observe import label_request, observe_request
 from chatgate.threads.run import checkpoint_runs, close_thread_runs
@@ -150,6 +150,7 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={
             RequestError: _request_error_handler,
+            ThreadError: _thread_error_handler,
             ClientDisconnect: _client_gone_handler,
             HTTPException: _http_error_handler,
             Exception: _unexpected_error_handler,
@@ -269,6 +270,19 @@ def _too_large(limit: int) -> RequestError:
 async def _request_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestError)
     return error_response(exc)
+
+
+_THREAD_ERRORS: dict[type[ThreadError], tuple[int, str]] = {
+    UnknownThread: (404, "unknown_thread"),
+    ThreadBusy: (409, "thread_busy"),
+}
+"""The HTTP answer to each of the store's refusals."""
+
+
+async def _thread_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ThreadError)
+    status, code = _THREAD_ERRORS[type(exc)]
+    return error_response(RequestError(status, code, str(exc)))
 
 
 async def _http_error_handler(request: Request, exc: Exception) -> Response:
