@@ -173,9 +173,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
         "--pool",
-        choices=["chatgate", "sharded", "single"],
+        choices=["chatgate", "single"],
         default="chatgate",
-        help="the upstream client: chatgate's own transport, or an earlier one (httpx sharded / single pool)",
+        help="the upstream client: chatgate's own transport, or the earliest one (one httpx pool)",
     )
     parser.add_argument(
         "--gc", choices=["serving", "default"], default="serving", help="default: without chatgate serve's settings"

@@ -36,22 +36,18 @@ UVICORN_SETTINGS: dict[str, Any] = {
 
 
 def use_httpx_pool(kind: str) -> None:
-    """Give chatgate an earlier upstream client, for comparison (``scale.py --pool``).
+    """Give chatgate an earlier upstream client, for comparison (``scale.py --pool single``).
 
-    ``single``: one httpx pool, as chatgate had first; ``sharded``: httpx's transport in shards of 32
-    (app/providers/pool.py), as it had before its own transport (app/providers/transport.py).
+    ``single``: one httpx pool, as chatgate had first. (The sharded pool that came between it and
+    chatgate's own transport, app/providers/pool.py, was removed; its figures are in docs/performance.md.)
     """
     import httpx
 
     import chatgate.web.app
-    from chatgate.providers.pool import ShardedTransport
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=30.0)
     timeout = httpx.Timeout(10.0, read=None)
-    if kind == "single":
-        chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, limits=limits)  # type: ignore[assignment]
-    else:
-        chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, transport=ShardedTransport())  # type: ignore[assignment]
+    chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(timeout=timeout, limits=limits)  # type: ignore[assignment]
 
 
 def build_app(kind: str, argument: str) -> Any:
@@ -59,7 +55,7 @@ def build_app(kind: str, argument: str) -> Any:
         from chatgate.config import load_config
         from chatgate.web.app import create_app
 
-        if os.environ.get("BENCH_POOL") in ("single", "sharded"):
+        if os.environ.get("BENCH_POOL") == "single":
             use_httpx_pool(os.environ["BENCH_POOL"])
         return create_app(load_config(argument))
     if kind in ("floor", "floor-per-event"):

@@ -46,14 +46,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from httpx._utils import get_environment_proxies  # the environment's proxies, parsed as httpx itself does
 from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
 from chatgate.errors import ProviderError, ProviderErrorCode
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
-from chatgate.providers.pool import ShardedTransport
+from chatgate.providers.proxies import environment_proxies
 from chatgate.providers.transport import UpstreamTransport
 from chatgate.strict_json import dump_json
 
@@ -84,6 +83,9 @@ REQUEST_HEADERS: Mapping[str, str] = {
 }
 """What every upstream request carries before the provider kind's headers and the table's own."""
 
+_PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=32, keepalive_expiry=30.0)
+"""Origins reached through a proxy: as many streams as asked for, idle connections kept 30 s."""
+
 Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
 """Turns the upstream's raw body chunks into run events (one provider's wire format)."""
 
@@ -96,12 +98,12 @@ def upstream_client() -> httpx.AsyncClient:
     opening a stream costs the same however many are open, and timeouts are set per request by each
     provider. ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` apply as in any httpx client
     (httpx ignores them once a transport is given, so they are mounted here): proxied origins go
-    through httpx's own transport, sharded (app/providers/pool.py). It keeps no cookies: every user's
+    through httpx's own transport, with no cap on connections. It keeps no cookies: every user's
     requests share it, so a cookie one upstream answer set would go out with everyone's next request.
     """
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
-        pattern: ShardedTransport(proxy=proxy) if proxy else None
-        for pattern, proxy in get_environment_proxies().items()
+        pattern: httpx.AsyncHTTPTransport(proxy=proxy, limits=_PROXIED_LIMITS) if proxy else None
+        for pattern, proxy in environment_proxies().items()
     }
     return httpx.AsyncClient(
         timeout=httpx.Timeout(10.0, read=None),
