@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from pydantic_core import from_json, to_json
 
-from chatgate.providers.http import upstream_client
+from chatgate.providers.client import upstream_client
 
 Scope = dict[str, Any]
 

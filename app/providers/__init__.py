@@ -1,8 +1,10 @@
 """Upstream model APIs behind one interface, and the factory that builds them from config.
 
 One module per wire API: ``openai`` (Chat Completions and compatible servers), ``anthropic``
-(Messages), ``ollama`` (``/api/chat``), plus ``builtin`` (the echo model). ``http`` holds what they
-share: sending with retries, timeouts, and reading SSE and NDJSON bodies.
+(Messages), ``ollama`` (``/api/chat``), plus ``builtin`` (the echo model). What they share: ``http``
+(sending with retries and the errors it raises), ``watchdog`` (first-token and idle deadlines),
+``bodies`` (reading SSE and NDJSON bodies), ``client`` (the one HTTP client, on ``transport``'s
+connections, with ``proxies`` from the environment), ``parts`` and ``spans``.
 """
 
 from __future__ import annotations

@@ -29,15 +29,14 @@ response body. Around that it owns every fault:
 - **Closing.** The response is closed in a ``finally``: when the client hangs up, the cancellation or
   ``aclose()`` that reaches this generator closes the upstream connection at once.
 
-The body readers ``sse_messages`` and ``ndjson_objects`` turn raw chunks into messages, with frames
-split across reads in any way.
+The client it sends on is ``upstream_client()`` (client.py), the deadlines are kept by ``Watchdog``
+(watchdog.py), and ``decode`` reads the body with ``sse_messages`` or ``ndjson_objects`` (bodies.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import http.cookiejar
 import importlib.metadata
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -46,31 +45,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
 from chatgate.errors import ProviderError, ProviderErrorCode
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
-from chatgate.providers.proxies import environment_proxies
-from chatgate.providers.transport import UpstreamTransport
+from chatgate.providers.bodies import INTERRUPTED
+from chatgate.providers.watchdog import Watchdog
 from chatgate.strict_json import dump_json
 
-__all__ = [
-    "INTERRUPTED",
-    "Decoder",
-    "HTTPProvider",
-    "Upstream",
-    "malformed",
-    "ndjson_objects",
-    "parse_json",
-    "sse_messages",
-    "upstream_client",
-]
+__all__ = ["INTERRUPTED", "Decoder", "HTTPProvider", "Upstream"]
 
 logger = logging.getLogger("chatgate.providers")
 
-INTERRUPTED = "The model stream was interrupted."
 RETRYABLE_STATUS = frozenset({429, 503, 529})  # 529: Anthropic's "overloaded"
 MAX_RETRY_AFTER = 20.0
 DRAIN_SECONDS = 1.0
@@ -83,42 +70,8 @@ REQUEST_HEADERS: Mapping[str, str] = {
 }
 """What every upstream request carries before the provider kind's headers and the table's own."""
 
-_PROXIED_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=32, keepalive_expiry=30.0)
-"""Origins reached through a proxy: as many streams as asked for, idle connections kept 30 s."""
-
 Decoder = Callable[[AsyncIterator[bytes]], AsyncIterator[RunEvent]]
 """Turns the upstream's raw body chunks into run events (one provider's wire format)."""
-
-
-def upstream_client() -> httpx.AsyncClient:
-    """The process's one HTTP client for every upstream model API.
-
-    Requests go through chatgate's own HTTP/1.1 transport (app/providers/transport.py): connections are
-    kept alive between calls (no new TLS handshake per request), there is no cap on concurrent streams,
-    opening a stream costs the same however many are open, and timeouts are set per request by each
-    provider. ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` apply as in any httpx client
-    (httpx ignores them once a transport is given, so they are mounted here): proxied origins go
-    through httpx's own transport, with no cap on connections. It keeps no cookies: every user's
-    requests share it, so a cookie one upstream answer set would go out with everyone's next request.
-    """
-    mounts: dict[str, httpx.AsyncBaseTransport | None] = {
-        pattern: httpx.AsyncHTTPTransport(proxy=proxy, limits=_PROXIED_LIMITS) if proxy else None
-        for pattern, proxy in environment_proxies().items()
-    }
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(10.0, read=None),
-        transport=UpstreamTransport(),
-        mounts=mounts,
-        cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-    )
-
-
-class _NoCookies(http.cookiejar.DefaultCookiePolicy):
-    """A cookie policy that accepts no cookie, so the shared client's jar stays empty."""
-
-    def set_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
-        """Refuse every cookie an upstream sets."""
-        return False
 
 
 class HTTPProvider:
@@ -144,11 +97,6 @@ class HTTPProvider:
 
     async def aclose(self) -> None:
         """Nothing to release: the HTTP client is shared and closed by the server."""
-
-
-def malformed(upstream: str, what: str) -> ProviderError:
-    """The error for an upstream stream that breaks its own wire format."""
-    return ProviderError(f"{upstream}: malformed stream: {what}", public_message=INTERRUPTED, code="interrupted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +154,7 @@ class Upstream:
 
     async def stream(self, body: Mapping[str, Any], decode: Decoder) -> AsyncIterator[RunEvent]:
         """POST ``body`` and yield what ``decode`` makes of the streamed answer. See the module docstring."""
-        watchdog = _Watchdog(self)
+        watchdog = Watchdog(self)
         try:
             response = await self._open(dump_json(body), watchdog)
             try:
@@ -240,7 +188,7 @@ class Upstream:
         finally:
             watchdog.close()
 
-    async def _open(self, content: bytes, watchdog: _Watchdog) -> httpx.Response:
+    async def _open(self, content: bytes, watchdog: Watchdog) -> httpx.Response:
         """Send the request until it gets a 2xx answer, retrying what is worth retrying."""
         attempt = 0
         while True:
@@ -342,197 +290,3 @@ def _retry_after(response: httpx.Response) -> float:
             return 0.0
         seconds = (when - datetime.now(UTC)).total_seconds()
     return seconds if seconds > 0 else 0.0  # NaN is 0; infinity is "longer than we wait"
-
-
-class _Watchdog:
-    """Cancels the streaming task when one wait for the upstream passes its deadline.
-
-    ``reads`` sets the deadline before each read and clears ``_waiting`` after it; the timer checks
-    lazily, so it re-arms only when it fires early. A cancellation is only ever delivered while the
-    task waits on the upstream, so it always lands inside ``guard`` or ``reads``, which turn it back
-    into a ``ProviderError`` (and ``uncancel`` the task) when it was ours.
-    """
-
-    __slots__ = ("_deadline", "_expired", "_handle", "_loop", "_streaming", "_task", "_upstream", "_waiting")
-
-    def __init__(self, upstream: Upstream) -> None:
-        self._upstream = upstream
-        self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        self._task = task
-        self._handle: asyncio.TimerHandle | None = None
-        self._deadline = 0.0
-        self._waiting = False
-        self._streaming = False
-        self._expired = False
-
-    def begin_attempt(self) -> None:
-        """The first-token deadline starts now: sending, the response's headers and first event."""
-        self._task = asyncio.current_task() or self._task
-        self._set(self._loop.time() + self._upstream.first_token_timeout)
-
-    def started(self) -> None:
-        """The first event arrived: from now on each read gets ``idle`` seconds."""
-        self._streaming = True
-
-    def pause(self) -> None:
-        """We are not waiting for the upstream (between attempts)."""
-        self._waiting = False
-
-    async def guard(self, waiting: Any) -> Any:
-        """Await ``waiting`` (a wait on the upstream), turning our own cancellation into ProviderError."""
-        try:
-            return await waiting
-        except asyncio.CancelledError:
-            if self._expired:
-                raise self._timeout() from None
-            raise
-
-    async def reads(self, response: httpx.Response) -> AsyncIterator[bytes]:
-        """The response body's chunks, each read under the current deadline."""
-        self._task = asyncio.current_task() or self._task
-        # An uncompressed body is read straight from the transport's stream: httpx's own iterators
-        # (decoding, re-chunking, byte counting) cost three generator hops per read and do nothing here.
-        encoded = response.headers.get("content-encoding", "identity") != "identity"
-        chunks = response.aiter_bytes() if encoded else aiter(response.stream)  # type: ignore[arg-type]
-        loop = self._loop
-        idle = self._upstream.idle_timeout
-        while True:
-            self._set(loop.time() + idle if self._streaming else self._deadline)
-            try:
-                chunk = await anext(chunks)
-            except StopAsyncIteration:
-                return
-            except asyncio.CancelledError:
-                if self._expired:
-                    raise self._timeout() from None
-                raise
-            finally:
-                self._waiting = False
-            yield chunk
-
-    def close(self) -> None:
-        """Stop the timer."""
-        self._waiting = False
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _set(self, deadline: float) -> None:
-        self._deadline = deadline
-        self._waiting = True
-        if self._handle is None or self._handle.when() > deadline:
-            if self._handle is not None:
-                self._handle.cancel()
-            self._handle = self._loop.call_at(deadline, self._check)
-
-    def _check(self) -> None:
-        self._handle = None
-        if not self._waiting:
-            return  # the next read arms the timer again
-        if self._loop.time() < self._deadline:
-            self._handle = self._loop.call_at(self._deadline, self._check)
-            return
-        self._expired = True
-        self._task.cancel()
-
-    def _timeout(self) -> ProviderError:
-        """The watchdog cancelled the task: take the cancellation back and say which deadline passed."""
-        self._expired = False
-        self._task.uncancel()
-        which = "idle" if self._streaming else "first_token"
-        limit = self._upstream.idle_timeout if self._streaming else self._upstream.first_token_timeout
-        return ProviderError(
-            f"{self._upstream.name}: no answer within the {which} timeout ({limit:g}s)",
-            public_message="The model took too long to respond.",
-            code="timeout",
-        )
-
-
-_LF = ord("\n")
-_CR = ord("\r")  # ``13 in chunk`` is a memchr; ``b"\r" in chunk`` costs ~7x more per upstream read
-
-
-async def sse_messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:
-    """``(event, data)`` for each server-sent event in ``chunks``; comments and ``id``/``retry`` ignored.
-
-    Lines may end in LF, CRLF or CR and split anywhere across chunks. ``event`` is ``""`` when the
-    message names none. A message not ended by a blank line when the stream stops is dropped, as the
-    SSE spec says; the decoder notices the missing end of its own protocol.
-    """
-    buffer = b""
-    event = ""
-    data: list[bytes] = []
-    async for chunk in chunks:
-        if buffer:
-            chunk = buffer + chunk
-        elif not data and not event:
-            whole = _whole_message(chunk)
-            if whole is not None:
-                yield whole
-                continue
-        if _CR in chunk:
-            held = chunk.endswith(b"\r")  # maybe the first half of a CRLF
-            if held:
-                chunk = chunk[:-1]
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            lines = chunk.split(b"\n")
-            buffer = lines.pop() + (b"\r" if held else b"")
-        else:
-            lines = chunk.split(b"\n")
-            buffer = lines.pop()
-        for line in lines:
-            if not line:
-                if data:
-                    yield event, data[0] if len(data) == 1 else b"\n".join(data)
-                    data = []
-                event = ""
-            elif line.startswith(b"data: "):  # the usual form: one slice, not two
-                data.append(line[6:])
-            elif line.startswith(b"data:"):
-                data.append(line[5:])
-            elif line.startswith(b"event:"):
-                event = line[6:].strip().decode("utf-8", "replace")
-            # anything else is a comment (":"), id:, retry: or an unknown field: all ignored
-    if buffer == b"\r" and data:  # the stream's last byte ended the message's blank line
-        yield event, b"\n".join(data)
-
-
-def _whole_message(chunk: bytes) -> tuple[str, bytes] | None:
-    """The message when ``chunk`` is exactly one: a ``data: `` line, maybe after an ``event: `` line, then a blank one.
-
-    That is the usual read of a token stream (OpenAI-compatible servers send the first form, Anthropic
-    the second), and taking it whole skips splitting it into lines: 0.55 µs a read instead of 1.2.
-    """
-    if not chunk.endswith(b"\n\n") or _CR in chunk:
-        return None
-    lines = chunk.count(_LF)
-    if lines == 2 and chunk.startswith(b"data: "):
-        return "", chunk[6:-2]
-    if lines == 3 and chunk.startswith(b"event: "):
-        end = chunk.index(b"\n")
-        if chunk.startswith(b"data: ", end + 1):
-            return chunk[6:end].strip().decode("utf-8", "replace"), chunk[end + 7 : -2]
-    return None
-
-
-async def ndjson_objects(chunks: AsyncIterator[bytes], upstream: str) -> AsyncIterator[Any]:
-    """Each JSON value of a newline-delimited JSON body, with lines split anywhere across chunks."""
-    buffer = b""
-    async for chunk in chunks:
-        lines = (buffer + chunk if buffer else chunk).split(b"\n")
-        buffer = lines.pop()
-        for line in lines:
-            if line.strip():
-                yield parse_json(line, upstream)
-    if buffer.strip():
-        yield parse_json(buffer, upstream)
-
-
-def parse_json(data: bytes, upstream: str) -> Any:
-    """``data`` parsed as JSON, or the malformed-stream error naming a bit of it."""
-    try:
-        return from_json(data)
-    except ValueError:
-        raise malformed(upstream, f"not JSON: {data[:200]!r}") from None

@@ -41,7 +41,8 @@ from chatgate.history import (
 )
 from chatgate.ids import new_id
 from chatgate.providers.base import ModelRequest
-from chatgate.providers.http import HTTPProvider, Upstream, malformed, ndjson_objects
+from chatgate.providers.bodies import malformed, ndjson_objects
+from chatgate.providers.http import HTTPProvider, Upstream
 from chatgate.providers.parts import arguments_object, unsupported_file
 from chatgate.providers.spans import DeltaSpans
 from chatgate.strict_json import dump_json

@@ -42,7 +42,8 @@ from chatgate.history import (
 )
 from chatgate.ids import new_id
 from chatgate.providers.base import ModelRequest
-from chatgate.providers.http import HTTPProvider, Upstream, malformed, parse_json, sse_messages
+from chatgate.providers.bodies import malformed, parse_json, sse_messages
+from chatgate.providers.http import HTTPProvider, Upstream
 from chatgate.providers.parts import unsupported_file
 from chatgate.providers.spans import DeltaSpans
 from chatgate.run_input import ToolDefinition

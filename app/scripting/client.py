@@ -30,7 +30,7 @@ from chatgate.events import ModelFinished, TextDelta
 from chatgate.history import Message, SystemMessage, TextPart, UserMessage
 from chatgate.ids import new_id
 from chatgate.providers import ModelRequest, build_provider
-from chatgate.providers.http import upstream_client
+from chatgate.providers.client import upstream_client
 from chatgate.run.assembly import MessageAssembler
 from chatgate.scripting.conversation import KEEP, Conversation, Keep
 

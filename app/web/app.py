@@ -30,7 +30,7 @@ from chatgate.config.reload import ConfigWatcher
 from chatgate.errors import RequestError, error_response
 from chatgate.files import check_files
 from chatgate.protocol import UIProtocol, discover_protocols
-from chatgate.providers.http import upstream_client
+from chatgate.providers.client import upstream_client
 from chatgate.redis_client import connect_redis
 from chatgate.run.agents import AgentRegistry
 from chatgate.run.runner import run_agent

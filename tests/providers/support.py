@@ -11,7 +11,7 @@ from chatgate.events import RunEvent
 from chatgate.history import Message
 from chatgate.providers import Provider, build_provider
 from chatgate.providers.base import ModelRequest
-from chatgate.providers.http import upstream_client
+from chatgate.providers.client import upstream_client
 from chatgate.run.agents import Agent
 from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput

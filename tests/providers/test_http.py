@@ -17,7 +17,7 @@ from chatgate.errors import ProviderError
 from chatgate.events import ModelFinished, RunEvent, RunFailed, TextDelta
 from chatgate.history import TextPart, UserMessage
 from chatgate.providers.base import ModelRequest
-from chatgate.providers.http import ndjson_objects, sse_messages
+from chatgate.providers.bodies import ndjson_objects, sse_messages
 from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
 from tests.providers.fakes import FakeUpstream, Reply, openai_chunk, text_reply

@@ -2,7 +2,7 @@
 
 import pytest
 
-from chatgate.providers.http import upstream_client
+from chatgate.providers.client import upstream_client
 from chatgate.providers.proxies import environment_proxies
 from tests.providers.fakes import FakeUpstream, Reply, openai_chunk
 
