@@ -1,18 +1,6 @@
-"""The Vercel AI SDK UI message stream: what ``useChat`` sends and reads (``ai`` 5.x, 6.x and 7.x).
+"""useChat streams: a run's events encoded as the AI SDK's UI message stream.
 
-Decode: a ``DefaultChatTransport`` body becomes a ``RunInput``. The chat ``id`` is the thread; extra
-body fields become ``variables``; ``system`` messages become ``SystemMessage`` (the policy decides
-their fate). An assistant message is split into one ``AssistantMessage`` per model step (at
-``step-start``, or where text follows a tool call), each followed by a ``ToolMessage`` per answered
-tool call, so the model reads calls and results in the order they happened. ``source-url``,
-``source-document``, ``step-start``, ``data-*`` and unknown part types are UI-only and never reach
-the model; neither do files in assistant messages, and a user message left with no text or file is
-dropped. Later steps of one assistant message get ids ``ID:1``, ``ID:2``, ... A body with only the
-newest ``message`` decodes to that one message with ``newest_only`` set: only an agent with
-``conversations = "server"`` accepts it (the server holds the rest). ``regenerate-message`` sets
-``regenerate``; a stateless agent answers the history as sent.
-
-Encode: ``start``, then one chunk per run event, then ``finish`` and ``[DONE]``. Deltas are written
+``start``, then one chunk per run event, then ``finish`` and ``[DONE]``. Deltas are written
 from byte prefixes built when their part opens, so a token costs one ``to_json`` of its text.
 
 - Failures: open text and reasoning are ended, open tool calls get ``tool-output-error``, then
@@ -36,26 +24,17 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from chatgate.adapters.base import decode_body, sse_frame
-from chatgate.adapters.vercel_ai.messages import ui_messages
+from chatgate.adapters.base import sse_frame
 from chatgate.adapters.vercel_ai.wire import (
-    NEWEST,
-    REQUEST,
-    FileUIPart,
-    ReasoningUIPart,
-    StepStartUIPart,
-    TextUIPart,
-    ToolUIPart,
-    UIMessage,
-    UIPart,
+    DENIED,
+    METADATA_KEY,
 )
 from chatgate.config import AgentConfig, VercelAIVersion
-from chatgate.errors import RequestError
 from chatgate.events import (
     FinishReason,
     ReasoningDelta,
@@ -76,40 +55,16 @@ from chatgate.events import (
     ToolDenied,
     ToolResult,
 )
-from chatgate.history import (
-    AssistantMessage,
-    AssistantPart,
-    FilePart,
-    Message,
-    ReasoningPart,
-    SystemMessage,
-    TextPart,
-    ToolCallPart,
-    ToolMessage,
-    UserMessage,
-    UserPart,
-)
 from chatgate.ids import new_id
-from chatgate.protocol import ThreadCapabilities
-from chatgate.run_input import ApprovalResponse, RunInput
-from chatgate.strict_json import dump_json
+from chatgate.run_input import RunInput
 
-__all__ = ["HEADERS", "MASKED_ERROR", "VercelAIProtocol", "protocol"]
+__all__ = ["MASKED_ERROR", "encode_run", "interrupted_ending"]
 
 logger = logging.getLogger("chatgate.adapters.vercel_ai")
-
-HEADERS: Mapping[str, str] = {
-    "cache-control": "no-cache",
-    "x-vercel-ai-ui-message-stream": "v1",
-    "x-accel-buffering": "no",
-}
-"""The response headers useChat expects (content-type is set by the SSE response)."""
 
 MASKED_ERROR = "An error occurred."
 """The error text for failures whose message is not known to be safe for a client."""
 
-METADATA_KEY = "chatgate"
-DENIED = "The user denied this tool call."
 CUT_OFF = "The tool call was cut off."
 INVALID_ARGUMENTS = "The model's tool arguments were not valid JSON."
 NO_APPROVALS = "This tool call needs a human's approval, which this client (AI SDK 5) cannot give."
@@ -126,109 +81,48 @@ _FINISH_REASONS: Mapping[FinishReason, str] = {
 }
 
 
-class VercelAIProtocol:
-    """The useChat protocol: ``POST /api/chat`` and ``/agents/{agent}/chat``. See the module docstring."""
-
-    name = "vercel-ai"
-    route = "chat"
-    default_path = "/api/chat"
-    threads = ThreadCapabilities(newest_message_only=True, names_the_answer=True, serves_messages=True)
-
-    def request_schema(self, ref_template: str) -> dict[str, Any]:
-        """The JSON schema of a request body, ``ChatRequest`` (for ``GET /openapi.json``)."""
-        return REQUEST.json_schema(by_alias=True, ref_template=ref_template)
-
-    def decode(self, body: bytes) -> RunInput:
-        """Decode a ``DefaultChatTransport`` body; 400 for bad JSON, 422 naming a wrong field."""
-        request = decode_body(body, REQUEST)
-        if request.messages is None and request.message is not None:
-            newest = decode_body(to_json(request.message), NEWEST)
-            messages, approvals = _history([newest])
-            return RunInput(
-                messages=messages,
-                thread_id=request.id,
-                run_id=new_id("run"),
-                variables=dict(request.model_extra or {}),
-                approvals=approvals,
-                continue_message_id=request.messageId if newest.role == "assistant" else None,
-                newest_only=True,
-                regenerate=request.trigger == "regenerate-message",
-            )
-        if request.messages is None:
-            problem = "Field required"
-            raise RequestError(
-                422, "invalid_request", f"the request is invalid: messages: {problem}", [_detail("messages", problem)]
-            )
-        messages, approvals = _history(request.messages)
-        last = request.messages[-1]
-        continued = request.messageId if last.role == "assistant" and last.id == request.messageId else None
-        return RunInput(
-            messages=messages,
-            thread_id=request.id,
-            run_id=new_id("run"),
-            variables=dict(request.model_extra or {}),
-            approvals=approvals,
-            continue_message_id=continued,
-            regenerate=request.trigger == "regenerate-message",
-        )
-
-    def ui_messages(self, history: Sequence[tuple[Message, str]], agent: AgentConfig) -> list[dict[str, Any]]:
-        """A stored thread as the UIMessages ``useChat({messages})`` takes after a reload."""
-        return ui_messages(history, agent.vercel_ai_version)
-
-    def headers(self, agent: AgentConfig) -> Mapping[str, str]:
-        """``cache-control``, ``x-vercel-ai-ui-message-stream: v1`` and ``x-accel-buffering``."""
-        return HEADERS
-
-    def rejoined(self, history: Sequence[Message]) -> bytes:
-        """Nothing: the replay's ``start`` already makes the ``ai`` client rebuild the message."""
-        return b""
-
-    def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
-        """``error``, ``finish`` and ``[DONE]``: the client keeps the parts it has and shows the error."""
-        finish: dict[str, Any] = {"type": "finish"}
-        if agent.vercel_ai_version != "v5":
-            finish["finishReason"] = "error"
-        return sse_frame({"type": "error", "errorText": message}) + sse_frame(finish) + _DONE
-
-    async def encode(
-        self, run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]
-    ) -> AsyncGenerator[bytes, None]:
-        """The UI message stream for ``events``; always ends with ``finish`` and ``[DONE]``, never raises."""
-        stream = _MessageStream(agent.vercel_ai_version)
-        text, reasoning, tools = stream.text, stream.reasoning, stream.tools
-        yield sse_frame({"type": "start", "messageId": run_input.continue_message_id or new_id("msg")})
-        try:
-            async for event in events:
-                if isinstance(event, TextDelta):  # deltas first: they are nearly every event
-                    yield text[event.id] + to_json(event.delta) + _FRAME_END
-                elif isinstance(event, ReasoningDelta):
-                    yield reasoning[event.id] + to_json(event.delta) + _FRAME_END
-                elif isinstance(event, ToolCallDelta):
-                    yield tools[event.tool_call_id] + to_json(event.delta) + _FRAME_END
-                elif isinstance(event, RunFinished):
-                    ending = stream.end(event.reason)
-                    break
-                elif isinstance(event, RunFailed):
-                    ending = stream.end("error", event.message)
-                    break
-                else:
-                    frame = stream.frame(event)
-                    if frame:
-                        yield frame
+async def encode_run(
+    run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]
+) -> AsyncGenerator[bytes, None]:
+    """The UI message stream for ``events``; always ends with ``finish`` and ``[DONE]``, never raises."""
+    stream = _MessageStream(agent.vercel_ai_version)
+    text, reasoning, tools = stream.text, stream.reasoning, stream.tools
+    yield sse_frame({"type": "start", "messageId": run_input.continue_message_id or new_id("msg")})
+    try:
+        async for event in events:
+            if isinstance(event, TextDelta):  # deltas first: they are nearly every event
+                yield text[event.id] + to_json(event.delta) + _FRAME_END
+            elif isinstance(event, ReasoningDelta):
+                yield reasoning[event.id] + to_json(event.delta) + _FRAME_END
+            elif isinstance(event, ToolCallDelta):
+                yield tools[event.tool_call_id] + to_json(event.delta) + _FRAME_END
+            elif isinstance(event, RunFinished):
+                ending = stream.end(event.reason)
+                break
+            elif isinstance(event, RunFailed):
+                ending = stream.end("error", event.message)
+                break
             else:
-                logger.error("run %r: the events ended without a terminal event", run_input.run_id)
-                ending = stream.end("error", MASKED_ERROR)
-        except Exception:
-            logger.exception("run %r: the run's events failed mid-stream", run_input.run_id)
+                frame = stream.frame(event)
+                if frame:
+                    yield frame
+        else:
+            logger.error("run %r: the events ended without a terminal event", run_input.run_id)
             ending = stream.end("error", MASKED_ERROR)
-        finally:
-            await _close(events)
-        yield ending
+    except Exception:
+        logger.exception("run %r: the run's events failed mid-stream", run_input.run_id)
+        ending = stream.end("error", MASKED_ERROR)
+    finally:
+        await _close(events)
+    yield ending
 
 
-protocol = VercelAIProtocol()
-"""The registered ``chatgate.protocols`` entry point."""
+def interrupted_ending(agent: AgentConfig, message: str) -> bytes:
+    """``error``, ``finish`` and ``[DONE]``: the client keeps the parts it has and shows the error."""
+    finish: dict[str, Any] = {"type": "finish"}
+    if agent.vercel_ai_version != "v5":
+        finish["finishReason"] = "error"
+    return sse_frame({"type": "error", "errorText": message}) + sse_frame(finish) + _DONE
 
 
 async def _close(events: AsyncIterator[RunEvent]) -> None:
@@ -240,101 +134,6 @@ async def _close(events: AsyncIterator[RunEvent]) -> None:
         await aclose()
     except Exception:
         logger.exception("closing the run's events failed")
-
-
-# --- decode ---------------------------------------------------------------------------------------
-
-
-def _detail(field: str, problem: str) -> dict[str, str]:
-    return {"field": field, "problem": problem}
-
-
-def _history(messages: list[UIMessage]) -> tuple[tuple[Message, ...], tuple[ApprovalResponse, ...]]:
-    history: list[Message] = []
-    approvals: list[ApprovalResponse] = []
-    for message in messages:
-        if message.role == "system":
-            text = "".join(part.text for part in message.parts if isinstance(part, TextUIPart))
-            history.append(SystemMessage(text, id=message.id))
-        elif message.role == "user":
-            parts = tuple(_user_part(part) for part in message.parts if isinstance(part, TextUIPart | FileUIPart))
-            if parts:
-                history.append(UserMessage(parts, id=message.id))
-        else:
-            for index, step in enumerate(_steps(message.parts)):
-                history.extend(_assistant_step(step, message.id if index == 0 else f"{message.id}:{index}"))
-                approvals.extend(_approvals(step))
-    return tuple(history), tuple(approvals)
-
-
-def _user_part(part: TextUIPart | FileUIPart) -> UserPart:
-    if isinstance(part, TextUIPart):
-        return TextPart(part.text)
-    return FilePart(part.mediaType, part.url, part.filename)
-
-
-def _steps(parts: list[UIPart]) -> list[list[UIPart]]:
-    """Split an assistant message's parts into model steps: at ``step-start``, or text after a tool call."""
-    steps: list[list[UIPart]] = [[]]
-    after_tool = False
-    for part in parts:
-        if isinstance(part, StepStartUIPart) or (after_tool and isinstance(part, TextUIPart | ReasoningUIPart)):
-            if steps[-1]:
-                steps.append([])
-            after_tool = False
-        if isinstance(part, ToolUIPart):
-            after_tool = True
-        if not isinstance(part, StepStartUIPart):
-            steps[-1].append(part)
-    return steps
-
-
-def _assistant_step(parts: list[UIPart], message_id: str) -> list[Message]:
-    content: list[AssistantPart] = []
-    results: list[Message] = []
-    for part in parts:
-        if isinstance(part, TextUIPart):
-            content.append(TextPart(part.text))
-        elif isinstance(part, ReasoningUIPart):
-            content.append(ReasoningPart(part.text, provider_data=_provider_data(part.providerMetadata)))
-        elif isinstance(part, ToolUIPart):
-            arguments = "{}" if part.input is None else dump_json(part.input).decode()
-            data = _provider_data(part.callProviderMetadata)
-            content.append(ToolCallPart(part.toolCallId, part.name, arguments, provider_data=data))
-            result = _tool_result(part)
-            if result is not None:
-                results.append(result)
-    return [AssistantMessage(tuple(content), id=message_id), *results] if content else []
-
-
-def _tool_result(part: ToolUIPart) -> ToolMessage | None:
-    if part.state == "output-available":
-        output = part.output if isinstance(part.output, str) else dump_json(part.output).decode()
-        return ToolMessage(part.toolCallId, output)
-    if part.state == "output-error":
-        return ToolMessage(part.toolCallId, part.errorText or "", is_error=True)
-    if part.state == "output-denied":
-        reason = part.approval.reason if part.approval is not None else None
-        return ToolMessage(part.toolCallId, f"{DENIED} Reason: {reason}" if reason else DENIED, is_error=True)
-    return None
-
-
-def _approvals(parts: list[UIPart]) -> list[ApprovalResponse]:
-    return [
-        ApprovalResponse(part.approval.id, bool(part.approval.approved), part.approval.reason or "", part.toolCallId)
-        for part in parts
-        if isinstance(part, ToolUIPart) and part.state == "approval-responded" and part.approval is not None
-    ]
-
-
-def _provider_data(metadata: dict[str, Any] | None) -> Mapping[str, Any] | None:
-    if not metadata:
-        return None
-    ours = metadata.get(METADATA_KEY)
-    return ours if isinstance(ours, dict) else metadata
-
-
-# --- encode ---------------------------------------------------------------------------------------
 
 
 def _delta_prefix(kind: bytes, id_field: bytes, part_id: str, delta_field: bytes) -> bytes:

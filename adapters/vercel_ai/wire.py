@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
 
 __all__ = [
+    "DENIED",
+    "METADATA_KEY",
     "NEWEST",
     "REQUEST",
     "ChatRequest",
@@ -25,6 +27,11 @@ __all__ = [
     "UIMessage",
     "UIPart",
 ]
+
+METADATA_KEY = "chatgate"
+"""Our key in ``providerMetadata`` (and ``callProviderMetadata``): what a provider needs echoed back."""
+DENIED = "The user denied this tool call."
+"""A denied tool call's text, as the model reads it."""
 
 ToolState = Literal[
     "input-streaming",
