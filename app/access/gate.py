@@ -26,7 +26,7 @@ from chatgate.config import Config
 from chatgate.errors import RequestError, error_response
 
 if TYPE_CHECKING:
-    from chatgate.run.agents import Agent, AgentRegistry
+    from chatgate.run import Agent, AgentRegistry
 
 __all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent"]
 

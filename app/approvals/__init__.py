@@ -6,4 +6,30 @@ stored thread's ledger in the store's ``approvals`` table) and ``setup.py`` (wha
 approvals across reloads).
 """
 
-__all__: list[str] = []
+from chatgate.approvals.ledger import (
+    ApprovalLedger,
+    ApprovalLedgerError,
+    ApprovalOutcome,
+    Claimed,
+    MemoryApprovalLedger,
+    Pending,
+    Settled,
+)
+from chatgate.approvals.setup import AppApprovals, app_approvals
+from chatgate.approvals.store import StoreApprovalLedger
+from chatgate.approvals.tokens import ApprovalSigner, new_secret
+
+__all__ = [
+    "AppApprovals",
+    "ApprovalLedger",
+    "ApprovalLedgerError",
+    "ApprovalOutcome",
+    "ApprovalSigner",
+    "Claimed",
+    "MemoryApprovalLedger",
+    "Pending",
+    "Settled",
+    "StoreApprovalLedger",
+    "app_approvals",
+    "new_secret",
+]

@@ -7,6 +7,7 @@ bad values and missing env vars or files are errors that name the key path.
 
 from chatgate.config.loading import load_config, parse_config
 from chatgate.config.model_settings import setting_problems
+from chatgate.config.reload import ConfigWatcher
 from chatgate.config.schema import (
     BUILTIN_PROVIDER_NAMES,
     DEFAULT_AGENT_NAME,
@@ -42,6 +43,7 @@ __all__ = [
     "ClientToolConfig",
     "CodeConfig",
     "Config",
+    "ConfigWatcher",
     "KeyConfig",
     "ProviderConfig",
     "ProviderKind",

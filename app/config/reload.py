@@ -22,7 +22,8 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from chatgate.config import Config, SystemPromptConfig, load_config
+from chatgate.config.loading import load_config
+from chatgate.config.schema import Config, SystemPromptConfig
 from chatgate.errors import ConfigError
 
 __all__ = ["ConfigWatcher", "watched_files"]

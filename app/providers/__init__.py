@@ -18,10 +18,16 @@ from chatgate.errors import ConfigError
 from chatgate.providers.anthropic import AnthropicProvider
 from chatgate.providers.base import ModelRequest, Provider
 from chatgate.providers.builtin import EchoModel
+from chatgate.providers.client import upstream_client
 from chatgate.providers.ollama import OllamaProvider
 from chatgate.providers.openai import OpenAIProvider
 
-__all__ = ["ModelRequest", "Provider", "build_provider"]
+__all__ = [
+    "ModelRequest",
+    "Provider",
+    "build_provider",
+    "upstream_client",
+]
 
 PROVIDER_KINDS: Mapping[str, Callable[[str, ProviderConfig, httpx.AsyncClient], Provider]] = {
     "openai": OpenAIProvider,

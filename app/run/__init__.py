@@ -6,4 +6,17 @@ with server tools, exactly one terminal event), ``prompts.py`` (system-prompt te
 into an assistant message) and ``operator_code.py`` (where operator code imports from).
 """
 
-__all__: list[str] = []
+from chatgate.run.agents import Agent, AgentRegistry, prompt_template
+from chatgate.run.assembly import MessageAssembler
+from chatgate.run.prompts import PromptTemplate
+from chatgate.run.runner import run_agent, tool_message
+
+__all__ = [
+    "Agent",
+    "AgentRegistry",
+    "MessageAssembler",
+    "PromptTemplate",
+    "prompt_template",
+    "run_agent",
+    "tool_message",
+]

@@ -9,9 +9,14 @@ from typing import TypeAlias
 
 import httpx
 
-from chatgate.approvals.ledger import ApprovalLedger, ApprovalOutcome, MemoryApprovalLedger
-from chatgate.approvals.setup import AppApprovals
-from chatgate.approvals.tokens import ApprovalSigner, new_secret
+from chatgate.approvals import (
+    AppApprovals,
+    ApprovalLedger,
+    ApprovalOutcome,
+    ApprovalSigner,
+    MemoryApprovalLedger,
+    new_secret,
+)
 from chatgate.config import AgentConfig, Config
 from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import Provider, build_provider

@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from chatgate.approvals.ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
+from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.errors import ChatgateError, ProviderError
 from chatgate.events import (
     FinishReason,
@@ -47,7 +47,7 @@ from chatgate.run.assembly import MessageAssembler
 from chatgate.run.policy import apply_system_prompt_policy
 from chatgate.run.prompts import PromptRenderError, RequestFacts
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
-from chatgate.telemetry.metrics import Metrics
+from chatgate.telemetry import Metrics
 
 __all__ = [
     "ALREADY_ANSWERING",

@@ -4,4 +4,4 @@
 ``process.py`` (what ``serve`` sets process-wide before serving).
 """
 
-__all__: list[str] = []
+__all__: list[str] = []  # the interface is the `chatgate` command (pyproject.toml: chatgate.serve.cli:main)

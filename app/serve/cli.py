@@ -18,7 +18,7 @@ import uvicorn
 
 from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
-from chatgate.telemetry.logs import logging_config
+from chatgate.telemetry import logging_config
 
 __all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
 
@@ -81,7 +81,7 @@ class GracefulServer(uvicorn.Server):
 
 def _serve(args: argparse.Namespace) -> int:
     from chatgate.serve.process import prepare_for_serving
-    from chatgate.web.app import create_app
+    from chatgate.web import create_app
 
     path = args.config or os.environ.get("CHATGATE_CONFIG")
     try:

@@ -89,7 +89,7 @@ def _run_worker(
 ) -> None:
     """One worker: its own app and event loop, serving on the inherited socket."""
     from chatgate.serve.process import prepare_for_serving
-    from chatgate.web.app import create_app
+    from chatgate.web import create_app
 
     # Its own process group: a terminal's Ctrl-C reaches the parent only, which passes it on once (a second
     # SIGINT would make uvicorn skip the graceful shutdown).

@@ -5,4 +5,15 @@ observed once: its ``x-request-id`` and the requests counter) and ``logs.py`` (t
 line, text or JSON lines). Tracing belongs here too when it comes; no other stage imports an exporter.
 """
 
-__all__: list[str] = []
+from chatgate.telemetry.logs import logging_config
+from chatgate.telemetry.metrics import Metrics, StreamMeter, metrics_endpoint
+from chatgate.telemetry.observe import label_request, observe_request
+
+__all__ = [
+    "Metrics",
+    "StreamMeter",
+    "label_request",
+    "logging_config",
+    "metrics_endpoint",
+    "observe_request",
+]

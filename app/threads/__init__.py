@@ -5,4 +5,15 @@ the user turn, start the run), ``run.py`` (a run that outlives its request, writ
 checkpointed) and ``follow.py`` (following a run's log: replay, then live).
 """
 
-__all__: list[str] = []
+from chatgate.threads.follow import replay_run, run_log_id
+from chatgate.threads.run import checkpoint_runs, close_thread_runs
+from chatgate.threads.stage import ThreadServices, open_thread_turn
+
+__all__ = [
+    "ThreadServices",
+    "checkpoint_runs",
+    "close_thread_runs",
+    "open_thread_turn",
+    "replay_run",
+    "run_log_id",
+]

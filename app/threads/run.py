@@ -38,8 +38,7 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, Message
 from chatgate.ids import new_id
-from chatgate.run.assembly import MessageAssembler
-from chatgate.run.runner import tool_message
+from chatgate.run import MessageAssembler, tool_message
 from chatgate.runlog import RunEnding, RunWriter
 from chatgate.store import MessageStatus, RunningTurn, ThreadInfo, ThreadStore
 from chatgate.threads.follow import follow_run

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from chatgate.approvals.store import StoreApprovalLedger
+from chatgate.approvals import StoreApprovalLedger
 from chatgate.caller import Caller
 from chatgate.config import Config
 from chatgate.errors import RequestError
@@ -26,13 +26,11 @@ from chatgate.events import RunEvent, RunFinished
 from chatgate.history import Message, SystemMessage
 from chatgate.ids import new_id
 from chatgate.protocol import UIProtocol
-from chatgate.run.agents import Agent, prompt_template
-from chatgate.run.prompts import PromptTemplate
-from chatgate.run.runner import run_agent
+from chatgate.run import Agent, PromptTemplate, prompt_template, run_agent
 from chatgate.run_input import RunInput
 from chatgate.runlog import RunLog
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadStore
-from chatgate.telemetry.metrics import Metrics
+from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.plan import plan_turn
 from chatgate.threads.run import ThreadRun, TurnRecorder

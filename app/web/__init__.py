@@ -5,4 +5,8 @@
 and stop), ``openapi.py``, ``readiness.py`` and ``chat_page.py``.
 """
 
-__all__: list[str] = []
+from chatgate.web.app import create_app
+
+__all__ = [
+    "create_app",
+]

@@ -23,23 +23,19 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, resolve_agent
-from chatgate.approvals.setup import app_approvals
+from chatgate.approvals import app_approvals
 from chatgate.caller import caller_of
-from chatgate.config import Config, default_config
-from chatgate.config.reload import ConfigWatcher
+from chatgate.config import Config, ConfigWatcher, default_config
 from chatgate.errors import RequestError, error_response
 from chatgate.files import check_files
 from chatgate.protocol import UIProtocol, discover_protocols
-from chatgate.providers.client import upstream_client
+from chatgate.providers import upstream_client
 from chatgate.redis_client import connect_redis
-from chatgate.run.agents import AgentRegistry
-from chatgate.run.runner import run_agent
+from chatgate.run import AgentRegistry, run_agent
 from chatgate.run_input import RunInput
 from chatgate.store import ThreadBusy, ThreadError, UnknownThread, open_store
-from chatgate.telemetry.metrics import Metrics, metrics_endpoint
-from chatgate.telemetry.observe import label_request, observe_request
-from chatgate.threads.run import checkpoint_runs, close_thread_runs
-from chatgate.threads.stage import ThreadServices, open_thread_turn
+from chatgate.telemetry import Metrics, label_request, metrics_endpoint, observe_request
+from chatgate.threads import ThreadServices, checkpoint_runs, close_thread_runs, open_thread_turn
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import add_check, readyz

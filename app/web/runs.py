@@ -24,12 +24,11 @@ from chatgate.access import hold_stream_slot, resolve_agent
 from chatgate.caller import caller_of
 from chatgate.config import ServerSettings
 from chatgate.protocol import UIProtocol
-from chatgate.run.agents import AgentRegistry
+from chatgate.run import AgentRegistry
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.store import ThreadStore
-from chatgate.telemetry.metrics import Metrics
-from chatgate.telemetry.observe import label_request
-from chatgate.threads.follow import replay_run, run_log_id
+from chatgate.telemetry import Metrics, label_request
+from chatgate.threads import replay_run, run_log_id
 from chatgate.web.sse import EventStreamResponse
 from chatgate.web.threads import caller_thread, thread_context
 

@@ -31,7 +31,7 @@ from contextlib import aclosing
 
 from starlette.types import Receive, Scope, Send
 
-from chatgate.telemetry.metrics import StreamMeter
+from chatgate.telemetry import StreamMeter
 
 __all__ = ["KEEPALIVE_FRAME", "RAW_SEND_KEY", "EventStreamResponse"]
 

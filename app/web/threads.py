@@ -31,7 +31,7 @@ from chatgate.config import AgentConfig
 from chatgate.errors import RequestError
 from chatgate.history import Message
 from chatgate.protocol import UIProtocol
-from chatgate.run.agents import Agent, AgentRegistry
+from chatgate.run import Agent, AgentRegistry
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 
 __all__ = ["SystemMessageBody", "caller_thread", "thread_context", "thread_routes", "ui_messages_of"]

@@ -29,9 +29,8 @@ from chatgate.config import AgentConfig, Config, resolve_provider, setting_probl
 from chatgate.events import ModelFinished, TextDelta
 from chatgate.history import Message, SystemMessage, TextPart, UserMessage
 from chatgate.ids import new_id
-from chatgate.providers import ModelRequest, build_provider
-from chatgate.providers.client import upstream_client
-from chatgate.run.assembly import MessageAssembler
+from chatgate.providers import ModelRequest, build_provider, upstream_client
+from chatgate.run import MessageAssembler
 from chatgate.scripting.conversation import KEEP, Conversation, Keep
 
 __all__ = ["Client", "client"]

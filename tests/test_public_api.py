@@ -1,0 +1,51 @@
+"""The public API is small and exact, as httpx's: what ``chatgate`` exports and nothing else."""
+
+import subprocess
+import sys
+
+import chatgate
+
+PUBLIC = {
+    "create_app",
+    "client",
+    "Client",
+    "Conversation",
+    "Config",
+    "AgentConfig",
+    "KeyConfig",
+    "ProviderConfig",
+    "ServerSettings",
+    "StoreSettings",
+    "SystemPromptConfig",
+    "default_config",
+    "load_config",
+    "parse_config",
+    "Message",
+    "SystemMessage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolMessage",
+    "TextPart",
+    "FilePart",
+    "ReasoningPart",
+    "ToolCallPart",
+    "ChatgateError",
+    "ConfigError",
+    "RequestError",
+    "ProviderError",
+}
+
+
+def test_the_public_surface_is_exactly_this() -> None:
+    assert set(chatgate.__all__) == PUBLIC
+    assert len(chatgate.__all__) == len(PUBLIC)
+    for name in PUBLIC - {"Message"}:  # Message is a union of the four message types
+        assert getattr(chatgate, name).__name__ == name
+    assert chatgate.UserMessage in chatgate.Message.__args__
+    assert sorted(dir(chatgate)) == sorted(set(dir(chatgate)))
+
+
+def test_importing_the_config_does_not_load_the_server() -> None:
+    code = "import sys, chatgate.config; print('chatgate.web' in sys.modules, 'chatgate.run' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
