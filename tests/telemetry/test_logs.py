@@ -96,4 +96,7 @@ def test_the_logging_config_routes_uvicorn_through_the_one_handler() -> None:
     config = logging_config("json", "warning")
     assert config["root"]["level"] == "WARNING"
     assert config["handlers"]["stderr"]["filters"] == ["request_id"]
-    assert all(logger["propagate"] and not logger["handlers"] for logger in config["loggers"].values())
+    # uvicorn's three loggers, named: an empty table (uvicorn's own handlers kept) would fail here.
+    assert set(config["loggers"]) == {"uvicorn", "uvicorn.error", "uvicorn.access"}
+    assert all(logger == {"handlers": [], "propagate": True} for logger in config["loggers"].values())
+    assert config["root"]["handlers"] == ["stderr"]
