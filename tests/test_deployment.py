@@ -62,7 +62,7 @@ def test_the_build_context_leaves_out_the_virtualenv_node_modules_git_and_caches
         "chatgate.egg-info/PKG-INFO",
     ]:
         assert ignored(path), path
-    for path in ["pyproject.toml", "README.md", "app/server.py", "adapters/ag_ui.py"]:
+    for path in ["pyproject.toml", "README.md", "app/web/app.py", "adapters/ag_ui/encode.py"]:
         assert not ignored(path), path  # what the Dockerfile copies
 
 

@@ -3,7 +3,7 @@
 Starlette's ``CORSMiddleware`` with two changes: a request from an origin not on the list gets no CORS
 header at all (Starlette would still add ``Access-Control-Expose-Headers``), and a refused preflight is a
 JSON error like every other refusal. Preflights are answered before the access layer, so a browser can
-ask without a key; the real request then needs one. Stream frames bypass this middleware (app/sse.py).
+ask without a key; the real request then needs one. Stream frames bypass this middleware (app/web/sse.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ time the token it records has expired and no longer verifies. A claim whose clai
 process died mid-tool) stays ``Pending`` until then: the tool may have run, so it is never run again.
 
 Implementations: ``MemoryApprovalLedger`` (one process; the app owns it, so it survives config reloads)
-and ``RedisApprovalLedger`` (app/approval_ledger_redis.py; every process sharing one Redis). A third
+and ``RedisApprovalLedger`` (app/approvals/redis.py; every process sharing one Redis). A third
 only has to implement ``claim`` and ``record`` with the same atomicity, and store outcomes with
 ``outcome_to_json``/``outcome_from_json``.
 """

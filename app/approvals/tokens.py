@@ -8,7 +8,7 @@ later is honoured only if its token has exactly that one spelling, matches the c
 agent it is sent to, and is younger than ``ttl``: a client can neither invent an approval, nor change the
 arguments of one, nor move it to another agent, nor keep it for later.
 
-A token has one spelling only, so the ledger of answered approvals (app/approval_ledger.py), keyed on the
+A token has one spelling only, so the ledger of answered approvals (app/approvals/ledger.py), keyed on the
 token, cannot be walked around by writing the same token differently. Nothing here ever raises on what a
 client sends: a malformed token, or arguments holding a lone surrogate, simply does not verify.
 """

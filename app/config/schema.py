@@ -186,7 +186,7 @@ class VariableConfig(_Strict):
 
 
 class SystemPromptConfig(_Strict):
-    """A templated system prompt: ``{{NAME}}`` placeholders filled per request (see app/prompts.py)."""
+    """A templated system prompt: ``{{NAME}}`` placeholders filled per request (see app/run/prompts.py)."""
 
     template: str
     variables: dict[str, str | VariableConfig] = Field(default_factory=dict)

@@ -5,7 +5,7 @@ A run is a loop of model calls ("steps"). After a call that ends in tool calls:
 - server tools run here and their results go back to the model in the next step;
 - a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a token
   signed over the agent and the exact call); the next request's approval runs it or reports it denied,
-  once: the approval is claimed in the app's ledger first (app/approval_ledger.py), and a replay gets
+  once: the approval is claimed in the app's ledger first (app/approvals/ledger.py), and a replay gets
   the first outcome, or is told it is already being answered, without the tool running again;
 - a tool the frontend runs ends the run, and the client's next request carries the result.
 

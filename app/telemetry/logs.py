@@ -1,6 +1,6 @@
 """Log lines: the request id on every line of a request, and the text or JSON format of ``[server] log_format``.
 
-The request id lives in a context variable set for the duration of one request (see app/observe.py);
+The request id lives in a context variable set for the duration of one request (see app/telemetry/observe.py);
 ``RequestIdFilter``, installed on the handlers, copies it onto every record as ``request_id`` (``-``
 outside a request), uvicorn's own lines included. ``logging_config`` is the ``dictConfig`` that
 ``chatgate serve`` hands uvicorn, so chatgate's and uvicorn's lines share one handler and one format.

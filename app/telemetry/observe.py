@@ -2,7 +2,7 @@
 
 ``observe_request`` wraps the whole app (see ``ChatgateApp``), outside every middleware, so refusals
 and errors get the header too. It sees only the response's start: a stream's body goes to the
-server's own ``send`` (app/sse.py), so nothing here runs per event.
+server's own ``send`` (app/web/sse.py), so nothing here runs per event.
 
 The chat endpoint names its protocol and agent in the scope (``label_request``); other routes count
 with both empty. The ``key`` label is the caller's key id, never the key.

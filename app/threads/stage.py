@@ -1,8 +1,8 @@
 """The ``thread`` stage: a request on an agent with ``conversations = "server"`` meets its stored thread.
 
-Between decode and run: load the caller's thread, reconcile what the client sent (app/thread_plan.py),
+Between decode and run: load the caller's thread, reconcile what the client sent (app/threads/plan.py),
 take the thread for this run and commit the user's turn in one transaction (409 ``thread_busy`` when
-another run holds it), then start the run detached from the request (app/thread_run.py), writing its
+another run holds it), then start the run detached from the request (app/threads/run.py), writing its
 stream to the run log the request then follows. The model gets the stored history under the thread's
 system message, rendered per request and never stored.
 

@@ -68,7 +68,7 @@ def create_app(
 ) -> Starlette:
     """The chatgate ASGI app for ``config`` (the built-in default agent when None).
 
-    With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/reload.py).
+    With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/config/reload.py).
     """
     config = config if config is not None else default_config()
     protocols = list(protocols) if protocols is not None else discover_protocols()
@@ -152,10 +152,10 @@ def create_app(
             Exception: _unexpected_error_handler,
         },
     )
-    # Set when the server starts shutting down (see app/cli.py): running streams then end in protocol.
+    # Set when the server starts shutting down (see app/serve/cli.py): running streams then end in protocol.
     app.state.stopping = asyncio.Event()
     app.state.metrics = Metrics()
-    app.state.readiness = []  # named dependency checks for /readyz (app/readiness.py)
+    app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
     app.state.thread_runs = set()
     return app
 

@@ -54,7 +54,7 @@ def test_two_requests_get_different_ids(url: str) -> None:
 
 
 def test_the_log_lines_of_a_request_carry_its_id(url: str, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.handler.addFilter(RequestIdFilter())  # as on chatgate serve's handler (app/logs.py)
+    caplog.handler.addFilter(RequestIdFilter())  # as on chatgate serve's handler (app/telemetry/logs.py)
     with caplog.at_level(logging.WARNING, logger="chatgate"):
         response = httpx.post(f"{url}/ag-ui", json=AG_UI_BODY, headers={"x-request-id": "trace-me-1"})
     assert response.status_code == 200
