@@ -31,7 +31,7 @@ from chatgate.run_follow import replay_run, run_log_id
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.sse import EventStreamResponse
 from chatgate.store import ThreadStore
-from chatgate.thread_routes import caller_thread, thread_context
+from chatgate.thread_routes import caller_thread, path_thread_id, thread_context
 
 __all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
 
@@ -60,7 +60,7 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         store: ThreadStore | None = request.app.state.store
         if agent.config.conversations != "server" or store is None:
             return Response(status_code=204)
-        thread = await store.get_thread(caller_of(request).owner, agent.name, request.path_params["thread_id"])
+        thread = await store.get_thread(caller_of(request).owner, agent.name, path_thread_id(request))
         if thread is None or thread.active_run is None:
             return Response(status_code=204)
         log_id = run_log_id(thread.active_run, protocol.name)
@@ -94,7 +94,7 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def stop(request: Request) -> Response:
         """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
         agent, store, caller = thread_context(request)
-        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
+        thread = await caller_thread(store, agent, caller, path_thread_id(request))
         run_log: RunLog = request.app.state.run_log
         stopped = False
         if thread.active_run is not None:

@@ -24,7 +24,7 @@ from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import Message, SystemMessage
-from chatgate.ids import new_id
+from chatgate.ids import MAX_ID_LENGTH, new_id
 from chatgate.metrics import Metrics
 from chatgate.prompts import PromptTemplate
 from chatgate.protocol import UIProtocol
@@ -39,7 +39,7 @@ from chatgate.thread_run import ThreadRun, TurnRecorder
 __all__ = ["MAX_THREAD_ID", "ThreadTurn", "open_thread_turn", "thread_agent"]
 
 _ATTEMPTS = 3
-MAX_THREAD_ID = 200
+MAX_THREAD_ID = MAX_ID_LENGTH
 """The longest thread id a stored conversation accepts."""
 
 
