@@ -163,11 +163,12 @@ async def _body(request: Request) -> SystemMessageBody:
     try:
         return _BODY.validate_json(raw or b"{}")
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or '(body)'}: {error['msg']}"
-            for error in exc.errors(include_url=False, include_input=False)
-        )
-        raise RequestError(422, "invalid_request", f"the request is invalid: {problems}") from None
+        details = [
+            {"field": ".".join(str(p) for p in error["loc"]) or "(body)", "problem": error["msg"]}
+            for error in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        problems = "; ".join(f"{d['field']}: {d['problem']}" for d in details)
+        raise RequestError(422, "invalid_request", f"the request is invalid: {problems}", details) from None
 
 
 _Render = Callable[[Sequence[tuple[Message, str]], AgentConfig], list[dict[str, Any]]]
