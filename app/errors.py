@@ -3,14 +3,15 @@
 ChatgateError
 ├── ConfigError         the config file is invalid; ``problems`` names each key path
 ├── RequestError        a client sent something we refuse; becomes a 4xx JSON response
-└── ProviderError       the upstream model failed; detail is logged, never sent to the client
+├── ProviderError       the upstream model failed; detail is logged, never sent to the client
+└── StoreUnavailable    the thread store cannot be reached; a 503 ``store_unavailable`` with ``Retry-After``
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError"]
+__all__ = ["ChatgateError", "ConfigError", "ProviderError", "RequestError", "StoreUnavailable"]
 
 
 class ChatgateError(Exception):
@@ -59,3 +60,7 @@ class ProviderError(ChatgateError):
         self.public_message = public_message
         self.retryable = retryable
         super().__init__(detail)
+
+
+class StoreUnavailable(ChatgateError):
+    """The store's database cannot be reached (down, restarting, refusing connections); worth a retry later."""

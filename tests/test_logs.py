@@ -95,5 +95,5 @@ def test_the_json_formatter_keeps_a_traceback_in_one_line() -> None:
 def test_the_logging_config_routes_uvicorn_through_the_one_handler() -> None:
     config = logging_config("json", "warning")
     assert config["root"]["level"] == "WARNING"
-    assert config["handlers"]["stderr"]["filters"] == ["request_id"]
+    assert config["handlers"]["stderr"]["filters"] == ["request_id", "redact"]
     assert all(logger["propagate"] and not logger["handlers"] for logger in config["loggers"].values())
