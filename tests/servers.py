@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["running_postgres", "running_redis"]
+__all__ = ["PostgresServer", "postgres_server", "running_postgres", "running_redis"]
 
 
 def _free_port() -> int:
@@ -80,9 +80,36 @@ def _as_postgres_user() -> list[str]:
     return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
 
+class PostgresServer:
+    """A throwaway PostgreSQL cluster a test may stop before it ends (a store outage)."""
+
+    def __init__(self, url: str, process: subprocess.Popen[bytes], data: Path) -> None:
+        self.url = url
+        self._process = process
+        self._data = data
+
+    def stop(self) -> None:
+        """Fast shutdown (``pg_ctl -m fast``): open sessions are cut, as when the database goes down."""
+        if self._process.poll() is None:
+            command = [*_as_postgres_user(), _postgres_bin("pg_ctl"), "stop", "-m", "fast", "-D", str(self._data)]
+            subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                self._process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+
 @contextmanager
 def running_postgres() -> Iterator[str]:
     """A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth, fsync off); yields its ``postgresql://`` URL."""
+    with postgres_server() as server:
+        yield server.url
+
+
+@contextmanager
+def postgres_server() -> Iterator[PostgresServer]:
+    """``running_postgres``, yielding the server so a test can stop it."""
     port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="chatgate-pg-"))
     data = workdir / "data"
@@ -99,10 +126,11 @@ def running_postgres() -> Iterator[str]:
         settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
         settings = [arg for setting in settings for arg in ("-c", setting)]
         process = subprocess.Popen([*prefix, _postgres_bin("postgres"), "-D", str(data), *settings])
+        server = PostgresServer(f"postgresql://chatgate@127.0.0.1:{port}/postgres", process, data)
         try:
             _wait_for_port(port, process, "postgres")
-            yield f"postgresql://chatgate@127.0.0.1:{port}/postgres"
+            yield server
         finally:
-            _stop(process)
+            server.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
