@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from chatgate.server import STORE_RETRY_AFTER_SECONDS, create_app
@@ -76,3 +77,33 @@ def test_every_store_route_is_503_with_retry_after_while_postgres_is_down(
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR], "no traceback for an outage"
     outages = [record for record in caplog.records if "PostgreSQL is unavailable" in record.getMessage()]
     assert len(outages) == len(ROUTES)
+
+
+def test_a_stream_running_when_postgres_goes_down_ends_in_protocol_saying_so(
+    database: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A word every 0.3 s: the answer is still streaming when the database has stopped (pg_ctl waits).
+    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.3}}
+    server = LiveServer(create_app(make_config({"bot": agent}, store={"url": database.url})))
+    server.start()
+    chunks: list[dict] = []
+    try:
+        with httpx.stream("POST", f"{server.url}/agents/bot/chat", json=USECHAT, timeout=60) as response:
+            lines = response.iter_lines()
+            for line in lines:
+                if line.startswith("data: {"):
+                    chunks.append(json.loads(line[len("data: ") :]))
+                    if chunks[-1]["type"] == "text-delta":
+                        break
+            with caplog.at_level(logging.WARNING):
+                database.stop()
+                rest = list(lines)
+    finally:
+        server.stop()
+    chunks += [json.loads(line[len("data: ") :]) for line in rest if line.startswith("data: {")]
+    kinds = [chunk["type"] for chunk in chunks]
+    assert "error" in kinds, kinds[-6:]
+    error = next(chunk for chunk in chunks if chunk["type"] == "error")
+    assert "not saved" in error["errorText"]
+    assert [line for line in rest if line][-1] == "data: [DONE]"
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
