@@ -25,7 +25,6 @@ __all__ = [
     "ClientId",
     "ClientThreadId",
     "StorableText",
-    "check_id",
     "check_thread_id",
     "id_problem",
     "new_id",
@@ -77,17 +76,9 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def check_id(field: str, value: str) -> str:
-    """``value`` when it is a valid id; otherwise a 422 naming ``field``."""
-    return _checked(field, value, id_problem(value))
-
-
 def check_thread_id(field: str, value: str) -> str:
     """``value`` when it is a valid thread id; otherwise a 422 naming ``field``."""
-    return _checked(field, value, thread_id_problem(value))
-
-
-def _checked(field: str, value: str, problem: str | None) -> str:
+    problem = thread_id_problem(value)
     if problem is None:
         return value
     raise RequestError(
