@@ -83,10 +83,22 @@ def _as_postgres_user() -> list[str]:
 class PostgresServer:
     """A throwaway PostgreSQL cluster a test may stop before it ends (a store outage)."""
 
-    def __init__(self, url: str, process: subprocess.Popen[bytes], data: Path) -> None:
+    def __init__(self, url: str, command: list[str], data: Path) -> None:
         self.url = url
-        self._process = process
+        self._command = command
         self._data = data
+        self._process = subprocess.Popen(command)
+
+    def start(self) -> None:
+        """Start the stopped cluster again, on the same port and data; returns once it listens."""
+        if self._process.poll() is None:
+            return
+        self._process = subprocess.Popen(self._command)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Return once the cluster listens."""
+        _wait_for_port(int(self.url.rsplit(":", 1)[1].split("/", 1)[0]), self._process, "postgres")
 
     def stop(self) -> None:
         """Fast shutdown (``pg_ctl -m fast``): open sessions are cut, as when the database goes down."""
@@ -125,10 +137,10 @@ def postgres_server() -> Iterator[PostgresServer]:
         settings = ["listen_addresses=127.0.0.1", f"port={port}", f"unix_socket_directories={workdir}"]
         settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
         settings = [arg for setting in settings for arg in ("-c", setting)]
-        process = subprocess.Popen([*prefix, _postgres_bin("postgres"), "-D", str(data), *settings])
-        server = PostgresServer(f"postgresql://chatgate@127.0.0.1:{port}/postgres", process, data)
+        command = [*prefix, _postgres_bin("postgres"), "-D", str(data), *settings]
+        server = PostgresServer(f"postgresql://chatgate@127.0.0.1:{port}/postgres", command, data)
         try:
-            _wait_for_port(port, process, "postgres")
+            server.wait_ready()
             yield server
         finally:
             server.stop()

@@ -1,8 +1,8 @@
 """PostgreSQL down: every store-touching route answers 503 ``store_unavailable`` with ``Retry-After``.
 
 Before, each answered 500 with a traceback, and the connection was closed. The test stops its own
-PostgreSQL (not the session's) under a running chatgate and sends every route down one keep-alive
-connection.
+PostgreSQL (not the session's) under a running chatgate, sends every route down one keep-alive
+connection, then starts it again: the next request is answered from the same thread.
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ def test_every_store_route_is_503_with_retry_after_while_postgres_is_down(
             assert json.loads(text)["error"]["code"] == "store_unavailable", path
             assert headers["retry-after"] == str(STORE_RETRY_AFTER_SECONDS), path
         assert _request(connection, "GET", "/healthz", None)[0] == 200
+        database.start()  # back: the pool reconnects, and the thread is still there
+        status, _, text = _request(connection, "GET", "/agents/bot/threads/t1/messages", None)
+        assert status == 200 and [m["role"] for m in json.loads(text)["messages"]] == ["user", "assistant"]
     finally:
         connection.close()
         server.stop()
