@@ -1,8 +1,9 @@
 """The app's run log, and the routes that reach a running run: resume and stop (docs/resume.md).
 
 - ``GET /agents/{agent}/{route}/{id}/stream`` (and under the protocol's default path): useChat's
-  ``resume: true``. 204 when nothing runs on the caller's thread ``id`` (or it cannot be replayed, or
-  was started in another protocol); otherwise the run's stream from its start, then live, to its end.
+  ``resume: true``. 422 for an ``id`` the id rule refuses (app/ids.py); 204 when nothing runs on the
+  caller's thread ``id`` (or it cannot be replayed, or was started in another protocol); otherwise
+  the run's stream from its start, then live, to its end.
 - ``POST /agents/{agent}/threads/{id}/stop``: stops the thread's running run, on whichever replica
   produces it. ``{"stopped": true}``, or ``false`` when nothing was running.
 
@@ -57,10 +58,11 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         registry: AgentRegistry = request.app.state.agents
         agent = resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
         label_request(request.scope, protocol.name, agent.name)
+        thread_id = path_thread_id(request)
         store: ThreadStore | None = request.app.state.store
         if agent.config.conversations != "server" or store is None:
             return Response(status_code=204)
-        thread = await store.get_thread(caller_of(request).owner, agent.name, path_thread_id(request))
+        thread = await store.get_thread(caller_of(request).owner, agent.name, thread_id)
         if thread is None or thread.active_run is None:
             return Response(status_code=204)
         log_id = run_log_id(thread.active_run, protocol.name)
