@@ -123,6 +123,12 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def _head_timed_out(self) -> None:
         limit = self.settings.head_timeout_seconds
+        cycle = self.cycle
+        if cycle is not None and not (cycle.response_complete or cycle.disconnected):
+            # Bytes after a request whose answer still runs (a pipelined head, or the stray CRLF some
+            # clients send after a body): its answer is not cut for them; their time starts after it.
+            self._set_timer("head", limit, self._head_timed_out)
+            return
         self._refuse(
             408, "head_timeout", f"the request head took longer than [server] head_timeout_seconds = {limit:g}"
         )

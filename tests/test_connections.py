@@ -159,6 +159,24 @@ def test_a_stream_outlasts_every_timeout_and_its_connection_is_kept_alive(served
         assert client.get(f"{url}/healthz").status_code == 200  # the connection was kept alive for more
 
 
+def test_bytes_sent_after_a_request_do_not_cut_its_stream(served: Served) -> None:
+    url, _ = served
+    body = json.dumps({"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "go"}]})
+    sock = connect(url)
+    sock.sendall(
+        f"POST /agents/slow/ag-ui HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {USER_KEY}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+    )
+    received = sock.recv(65536)  # the answer has begun: what is sent now is a read of its own
+    sock.sendall(b"\r\n")  # the stray CRLF some clients send after a body: the start of a head that never comes
+    while b"\r\n0\r\n\r\n" not in received:  # the stream's last chunk
+        chunk = sock.recv(65536)
+        assert chunk, f"cut after {received[-200:]!r}"
+        received += chunk
+    sock.close()
+    assert b"RUN_FINISHED" in received and b'"delta":"go"' in received  # the last word, then the end
+
+
 def test_huge_heads_get_431_without_growing_the_server(served: Served) -> None:
     url, pid = served
     before = peak_resident_kib(pid)
