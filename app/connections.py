@@ -10,7 +10,10 @@ that, per ``[server]``:
 - answers ``431`` once a head passes ``max_head_bytes``, and ``408`` when it is not whole within
   ``head_timeout_seconds`` of its first byte;
 - answers ``408`` when a body is not whole within ``body_timeout_seconds`` of its head, or closes the
-  connection when an answer has already started (or an earlier request's answer is still going).
+  connection when an answer has already started.
+
+Bytes that arrive while an earlier request's answer still runs (pipelining, a stray CRLF) never cut it:
+their timer is checked again one timeout later.
 
 No timer runs from a request's last byte to its answer's last byte, so streams last as long as they
 need, and a request that arrives whole in one read arms none at all (one timer per connection at most:
@@ -126,7 +129,7 @@ class _GuardedProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is not None and not (cycle.response_complete or cycle.disconnected):
             # Bytes after a request whose answer still runs (a pipelined head, or the stray CRLF some
-            # clients send after a body): its answer is not cut for them; their time starts after it.
+            # clients send after a body): its answer is not cut for them; they are looked at again later.
             self._set_timer("head", limit, self._head_timed_out)
             return
         self._refuse(
@@ -139,7 +142,10 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def _body_timed_out(self) -> None:
         cycle = self.cycle
-        if cycle is None or cycle.response_started or self.pipeline:
+        if self.pipeline:  # queued behind a running answer, its body unread until that ends: look again later
+            self._set_timer("body", self.settings.body_timeout_seconds, self._body_timed_out)
+            return
+        if cycle is None or cycle.response_started:
             self._linger()  # too late for an answer of our own
             return
         cycle.disconnected = True  # the app's next receive is a disconnect, and what it sends is dropped
