@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import run_node_client
 from tests.e2e.approval_flows import executions
 from tests.store.conftest import _create_database
 from tests.store.replay_flows import (
@@ -157,3 +158,20 @@ async def test_a_settled_approval_beside_a_new_message_answers_only_the_message(
     assert response.status_code == 200 and answer_text(events_of(response.content)).startswith("answer")
     calls, runs, rows = await _counts(flow, stack, model)
     assert (calls, runs, rows) == (3, 1, [*flow.rows, "user", "assistant"])
+
+
+async def test_a_resume_sent_again_by_http_agent_shows_it_the_outcome(
+    stack: Stack, model: ThreadModel, tmp_path: Path
+) -> None:
+    flow = _flow("approval", "ag-ui", stack, tmp_path, "client")
+    async with httpx.AsyncClient(timeout=30) as client:
+        await flow.prepare(client, stack.url(0))
+        assert (await client.post(stack.url(0) + flow.path, json=flow.request())).status_code == 200
+    before = await _counts(flow, stack, model)
+    body = flow.request()
+    replay = run_node_client("ag_ui_run.mjs", {"url": stack.url(1) + flow.path, "input": body})
+    assert [event["type"] for event in replay["events"]] == HYDRATE  # HttpAgent verified the run
+    roles = [message["role"] for message in replay["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]  # the tool's result and the answer it missed
+    assert replay["messages"][-1]["content"].startswith("answer")
+    assert await _counts(flow, stack, model) == before
