@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, resolve_agent
+from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
 from chatgate.agents import AgentRegistry
 from chatgate.approval_setup import app_approvals
 from chatgate.caller import caller_of
@@ -236,7 +236,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         label_request(request.scope, protocol.name, agent.name)
         _check_content_type(request)
         settings = registry.config.server
-        body = await _read_body(request, settings.max_body_bytes)
+        body = await read_body(request, settings)
         run_input = _decode(protocol, body)
         check_files(run_input.messages, settings)
         check_request_limits(run_input, settings)
@@ -290,27 +290,11 @@ def _check_content_type(request: Request) -> None:
         )
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(limit)
-    return bytes(body)
-
-
 def _decode(protocol: UIProtocol, body: bytes) -> RunInput:
     try:
         return protocol.decode(body)
     except RecursionError:  # the adapters bound nesting; this is the backstop for any that does not
         raise RequestError(422, "invalid_request", "the request is invalid: (body): it nests too deep") from None
-
-
-def _too_large(limit: int) -> RequestError:
-    return RequestError(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
 
 
 async def _request_error_handler(request: Request, exc: Exception) -> Response:

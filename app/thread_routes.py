@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import resolve_agent
+from chatgate.access import read_body, resolve_agent
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.caller import Caller, caller_of
 from chatgate.config import AgentConfig
@@ -107,8 +107,8 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def reset_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
         thread_id = path_thread_id(request)
+        await caller_thread(store, agent, caller, thread_id)  # another owner's thread: 404 before any body
         body = await _body(request)
-        await caller_thread(store, agent, caller, thread_id)
         replace_with = body.model_fields_set & {"prompt", "system_message"}
         system = _system_state(agent, caller, body) if replace_with else None
         thread = await store.reset(
@@ -159,7 +159,8 @@ def _unknown_thread(thread_id: str) -> RequestError:
 
 
 async def _body(request: Request) -> SystemMessageBody:
-    raw = await request.body()
+    registry: AgentRegistry = request.app.state.agents
+    raw = await read_body(request, registry.config.server)  # capped: a 403 may need the body first
     try:
         return _BODY.validate_json(raw or b"{}")
     except ValidationError as exc:
