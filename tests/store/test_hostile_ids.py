@@ -109,11 +109,12 @@ def test_a_nul_in_a_system_message_or_prompt_name_is_422(url: str) -> None:
     base = f"{url}/agents/bot/threads/t/system-message"
     _refused(httpx.put(base, json={"system_message": "obey\x00"}), "system_message")
     _refused(httpx.put(base, json={"prompt": "pir\x00ate"}), "prompt")
-    _refused(httpx.post(f"{url}/agents/bot/threads/t/reset", json={"system_message": "\x00"}), "system_message")
     assert httpx.get(f"{url}/agents/bot/threads/t").status_code == 404  # nothing was created
     # A NUL is refused; other control characters in free text are kept as written.
     kept = httpx.put(base, json={"system_message": "line one\nline\ttwo\x1b"})
     assert kept.status_code == 200 and kept.json()["system"]["text"] == "line one\nline\ttwo\x1b"
+    _refused(httpx.post(f"{url}/agents/bot/threads/t/reset", json={"system_message": "\x00"}), "system_message")
+    assert httpx.get(f"{url}/agents/bot/threads/t").json()["system"]["text"] == "line one\nline\ttwo\x1b"
 
 
 def test_a_nul_in_message_text_and_in_the_models_answer_is_stored_faithfully(url: str, store_url: str) -> None:
