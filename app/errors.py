@@ -1,12 +1,13 @@
 """chatgate's exceptions, each carrying what its handler needs, and the JSON body of a refusal.
 
-Every exception chatgate raises on purpose is a ``ChatgateError``. The base and the three that cross
+Every exception chatgate raises on purpose is a ``ChatgateError``. The base and the four that cross
 layers live here; the others live beside the code that raises them:
 
 ChatgateError
 ├── ConfigError           the config file is invalid; ``problems`` names each key path
 ├── RequestError          a client sent something we refuse; becomes a 4xx JSON response
 ├── ProviderError         the upstream model failed; detail is logged, never sent to the client
+├── StoreUnavailable      the store's database cannot be reached; the app answers 503 ``store_unavailable``
 ├── ThreadError           store/: the store refuses a thread operation; the app maps it to HTTP
 │   ├── UnknownThread         404 ``unknown_thread``
 │   └── ThreadBusy            409 ``thread_busy``
@@ -32,6 +33,7 @@ __all__ = [
     "ProviderError",
     "ProviderErrorCode",
     "RequestError",
+    "StoreUnavailable",
     "error_response",
 ]
 
@@ -105,3 +107,7 @@ class ProviderError(ChatgateError):
         self.retryable = retryable
         self.code = code
         super().__init__(detail)
+
+
+class StoreUnavailable(ChatgateError):
+    """The store's database cannot be reached (down, restarting, refusing connections); worth a retry later."""

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["running_postgres", "running_redis"]
+__all__ = ["PostgresServer", "postgres_server", "running_postgres", "running_redis"]
 
 
 def _free_port() -> int:
@@ -80,9 +80,48 @@ def _as_postgres_user() -> list[str]:
     return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
 
+class PostgresServer:
+    """A throwaway PostgreSQL cluster a test may stop before it ends (a store outage)."""
+
+    def __init__(self, url: str, command: list[str], data: Path) -> None:
+        self.url = url
+        self._command = command
+        self._data = data
+        self._process = subprocess.Popen(command)
+
+    def start(self) -> None:
+        """Start the stopped cluster again, on the same port and data; returns once it listens."""
+        if self._process.poll() is None:
+            return
+        self._process = subprocess.Popen(self._command)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Return once the cluster listens."""
+        _wait_for_port(int(self.url.rsplit(":", 1)[1].split("/", 1)[0]), self._process, "postgres")
+
+    def stop(self) -> None:
+        """Fast shutdown (``pg_ctl -m fast``): open sessions are cut, as when the database goes down."""
+        if self._process.poll() is None:
+            command = [*_as_postgres_user(), _postgres_bin("pg_ctl"), "stop", "-m", "fast", "-D", str(self._data)]
+            subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                self._process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+
 @contextmanager
 def running_postgres() -> Iterator[str]:
     """A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth, fsync off); yields its ``postgresql://`` URL."""
+    with postgres_server() as server:
+        yield server.url
+
+
+@contextmanager
+def postgres_server() -> Iterator[PostgresServer]:
+    """``running_postgres``, yielding the server so a test can stop it."""
     port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="chatgate-pg-"))
     data = workdir / "data"
@@ -98,11 +137,12 @@ def running_postgres() -> Iterator[str]:
         settings = ["listen_addresses=127.0.0.1", f"port={port}", f"unix_socket_directories={workdir}"]
         settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
         settings = [arg for setting in settings for arg in ("-c", setting)]
-        process = subprocess.Popen([*prefix, _postgres_bin("postgres"), "-D", str(data), *settings])
+        command = [*prefix, _postgres_bin("postgres"), "-D", str(data), *settings]
+        server = PostgresServer(f"postgresql://chatgate@127.0.0.1:{port}/postgres", command, data)
         try:
-            _wait_for_port(port, process, "postgres")
-            yield f"postgresql://chatgate@127.0.0.1:{port}/postgres"
+            server.wait_ready()
+            yield server
         finally:
-            _stop(process)
+            server.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -15,17 +15,18 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
-    {"errors", "ids", "history", "events", "caller", "operator_code", "redis_client", "adapters"},
-    {"config", "run_input", "strict_json", "store", "runlog", "telemetry"},
-    {"files", "protocol", "approvals", "adapters.base"},
-    {"providers", "adapters.ag_ui", "adapters.vercel_ai"},
+    {"errors", "history", "events", "caller", "operator_code", "redis_client", "adapters"},
+    {"ids", "config", "run_input", "strict_json", "runlog", "telemetry"},
+    {"store", "files", "protocol", "adapters.base"},
+    {"approvals", "providers", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
     {"access", "threads", "scripting"},
     {"web"},
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]
-"""Bottom to top. Foundations; config and stores; the protocol interface and approvals; upstreams and
-adapters; one run; access, stored threads and the Python API; the HTTP edge; the command and the public API."""
+"""Bottom to top. Foundations; ids, config, run logs and telemetry; the store, files and the protocol
+interface; approvals, upstreams and adapters; one run; access, stored threads and the Python API; the
+HTTP edge; the command and the public API."""
 
 
 def _modules() -> dict[str, Path]:

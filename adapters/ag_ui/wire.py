@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
 from pydantic.alias_generators import to_camel
 
+from chatgate.ids import ClientId, ClientThreadId
+
 __all__ = [
     "AssistantMessage",
     "BinaryPart",
@@ -104,7 +106,7 @@ ContentPart = Annotated[TextContent | MediaPart | BinaryPart, Field(discriminato
 class SystemMessage(_Wire):
     """A ``system`` or ``developer`` message."""
 
-    id: str
+    id: ClientId
     role: Literal["system", "developer"]
     content: str
 
@@ -112,7 +114,7 @@ class SystemMessage(_Wire):
 class UserMessage(_Wire):
     """A ``user`` message: a string or a list of content parts."""
 
-    id: str
+    id: ClientId
     role: Literal["user"]
     content: str | list[ContentPart]
 
@@ -127,7 +129,7 @@ class FunctionCall(_Wire):
 class ToolCall(_Wire):
     """One call an assistant message made."""
 
-    id: str
+    id: ClientId
     type: Literal["function"] = "function"
     function: FunctionCall
     encrypted_value: str | None = None
@@ -136,7 +138,7 @@ class ToolCall(_Wire):
 class AssistantMessage(_Wire):
     """An ``assistant`` message: optional text and tool calls."""
 
-    id: str
+    id: ClientId
     role: Literal["assistant"]
     content: str | None = None
     tool_calls: list[ToolCall] | None = None
@@ -145,17 +147,17 @@ class AssistantMessage(_Wire):
 class ToolMessage(_Wire):
     """A ``tool`` message: what a tool returned, or ``error``."""
 
-    id: str
+    id: ClientId
     role: Literal["tool"]
     content: str | list[ContentPart]
-    tool_call_id: str
+    tool_call_id: ClientId
     error: str | None = None
 
 
 class ReasoningMessage(_Wire):
     """A ``reasoning`` message; ``encryptedValue`` is what the provider needs echoed back."""
 
-    id: str
+    id: ClientId
     role: Literal["reasoning"]
     content: str
     encrypted_value: str | None = None
@@ -165,7 +167,7 @@ class SkippedMessage(_Wire):
     """A message this server does not model (``activity``, or a role from a newer protocol)."""
 
     role: str
-    id: str = ""
+    id: ClientId = ""
 
 
 _MODELLED_ROLES = {"system", "developer", "user", "assistant", "tool", "reasoning"}
@@ -213,7 +215,7 @@ class Context(_Wire):
 class ResumeEntry(_Wire):
     """An answer to one interrupt of the previous run."""
 
-    interrupt_id: str
+    interrupt_id: ClientId
     status: Literal["resolved", "cancelled"]
     payload: Any = None
 
@@ -221,7 +223,7 @@ class ResumeEntry(_Wire):
 class RunAgentInput(_Wire):
     """The request body of an AG-UI run."""
 
-    thread_id: str
+    thread_id: ClientThreadId
     run_id: str
     messages: list[WireMessage]
     tools: list[Tool] = Field(default_factory=list)

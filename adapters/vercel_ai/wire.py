@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
 
+from chatgate.ids import ClientId, ClientThreadId
+
 __all__ = [
     "DENIED",
     "METADATA_KEY",
@@ -81,7 +83,7 @@ class StepStartUIPart(_Wire):
 class ToolApproval(_Wire):
     """A tool part's ``approval``: requested (``id``) or answered (``approved``, ``reason?``)."""
 
-    id: str
+    id: ClientId
     approved: bool | None = None
     reason: str | None = None
 
@@ -90,7 +92,7 @@ class ToolUIPart(_Wire):
     """``tool-NAME`` or ``dynamic-tool`` (with ``toolName``), in any of its states."""
 
     type: str
-    toolCallId: str
+    toolCallId: ClientId
     state: ToolState
     toolName: str | None = None
     input: Any = None
@@ -148,7 +150,7 @@ UIPart = Annotated[
 class UIMessage(_Wire):
     """``{id, role, parts, metadata?}``."""
 
-    id: str = ""
+    id: ClientId = ""
     role: Literal["system", "user", "assistant"]
     parts: list[UIPart]
 
@@ -158,10 +160,10 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    id: str = ""
+    id: ClientThreadId = ""
     messages: list[UIMessage] | None = Field(default=None, min_length=1)
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
-    messageId: str | None = None
+    messageId: ClientId | None = None
     message: Any = None
 
 

@@ -2,7 +2,7 @@
 
 One module per rule: ``keys.py`` (API keys to a ``Caller``), ``limits.py`` and ``redis_limits.py``
 (per-key ``rpm`` and ``max_concurrent_streams``, in process or shared through Redis),
-``request_limits.py`` (sizes of one request), ``cors.py`` (browser origins), and ``gate.py``, where the
+``request_limits.py`` (sizes of one request, its body first), ``cors.py`` (browser origins), and ``gate.py``, where the
 request path meets them.
 """
 
@@ -13,7 +13,7 @@ from starlette.middleware import Middleware
 from chatgate.access.cors import cors_middleware
 from chatgate.access.gate import OPEN_PATHS, AccessMiddleware, check_agent, hold_stream_slot, resolve_agent
 from chatgate.access.keys import USER_HEADER, KeyRing
-from chatgate.access.request_limits import check_request_limits
+from chatgate.access.request_limits import check_request_limits, read_body
 from chatgate.config import Config
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "check_agent",
     "check_request_limits",
     "hold_stream_slot",
+    "read_body",
     "resolve_agent",
 ]
 

@@ -1,10 +1,14 @@
-"""Size limits on one decoded request: messages, parts per message, total text, tools.
+"""Size limits on one request: its body, then messages, parts per message, total text, tools.
 
-``[server] max_messages``, ``max_parts_per_message``, ``max_text_chars`` and ``max_tools`` bound what a
-client may ask a model to read, whatever the protocol; each refusal is a 413 naming the limit.
+``[server] max_body_bytes`` bounds every body a route reads (``read_body``: a declared length over it is
+refused at once, a streamed body as soon as it passes it, so no more than the limit is ever held).
+``max_messages``, ``max_parts_per_message``, ``max_text_chars`` and ``max_tools`` bound what a client may
+ask a model to read, whatever the protocol. Each refusal is a 413 naming the limit.
 """
 
 from __future__ import annotations
+
+from starlette.requests import Request
 
 from chatgate.config import ServerSettings
 from chatgate.errors import RequestError
@@ -20,7 +24,21 @@ from chatgate.history import (
 )
 from chatgate.run_input import RunInput
 
-__all__ = ["check_request_limits"]
+__all__ = ["check_request_limits", "read_body"]
+
+
+async def read_body(request: Request, settings: ServerSettings) -> bytes:
+    """The body of ``request``, refused with a 413 before more than ``[server] max_body_bytes`` is read."""
+    limit = settings.max_body_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _body_too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _body_too_large(limit)
+    return bytes(body)
 
 
 def check_request_limits(run_input: RunInput, settings: ServerSettings) -> None:
@@ -46,6 +64,15 @@ def _over(limit: str, what: str, allowed: int) -> RequestError:
         "limit_exceeded",
         f"{what}: more than [server] {limit} = {allowed}",
         [{"limit": limit, "allowed": str(allowed)}],
+    )
+
+
+def _body_too_large(limit: int) -> RequestError:
+    return RequestError(
+        413,
+        "body_too_large",
+        f"the request body is larger than [server] max_body_bytes = {limit} bytes",
+        [{"limit": "max_body_bytes", "allowed": str(limit)}],
     )
 
 

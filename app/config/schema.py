@@ -62,6 +62,10 @@ class ServerSettings(_Strict):
     """``[server]``: limits that apply to every request."""
 
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    max_head_bytes: int = Field(default=64 * 1024, ge=1024)
+    head_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=60.0, gt=0)
+    idle_timeout_seconds: float = Field(default=5.0, gt=0)
     keepalive_seconds: float = Field(default=15.0, gt=0)
     shutdown_grace_seconds: int = Field(default=10, ge=0)
     approval_secret: str | None = Field(default=None, min_length=16)

@@ -80,6 +80,7 @@ class GracefulServer(uvicorn.Server):
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from chatgate.serve.connections import guarded_protocol
     from chatgate.serve.process import prepare_for_serving
     from chatgate.web import create_app
 
@@ -109,6 +110,7 @@ def _serve(args: argparse.Namespace) -> int:
         "proxy_headers": True,
         "backlog": args.backlog,
         "timeout_graceful_shutdown": config.server.shutdown_grace_seconds,
+        "http": guarded_protocol(config.server),  # head cap and timeouts (app/serve/connections.py)
     }
     if args.workers > 1:
         from chatgate.serve.workers import serve_workers

@@ -11,9 +11,24 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
+from chatgate.errors import StoreUnavailable
+
 __all__ = ["PostgresEngine"]
 
 _MIGRATION_LOCK_ID = 0x63686174  # "chat"
+
+# What PostgreSQL being down, restarting or unreachable looks like to asyncpg.
+_OUTAGE = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.InterfaceError,
+)
+
+
+def _unavailable(exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(f"PostgreSQL is unavailable: {type(exc).__name__}: {exc}")
 
 
 class _Transaction:
@@ -54,15 +69,21 @@ class PostgresEngine:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Transaction]:
-        """A transaction on a pooled connection."""
-        async with self._pool.acquire() as connection, connection.transaction():
-            yield _Transaction(connection)
+        """A transaction on a pooled connection; ``StoreUnavailable`` when the server cannot be reached."""
+        try:
+            async with self._pool.acquire() as connection, connection.transaction():
+                yield _Transaction(connection)
+        except _OUTAGE as exc:
+            raise _unavailable(exc) from exc
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[_Transaction]:
         """A pooled connection for one query, which is atomic without ``BEGIN`` and ``COMMIT`` trips."""
-        async with self._pool.acquire() as connection:
-            yield _Transaction(connection)
+        try:
+            async with self._pool.acquire() as connection:
+                yield _Transaction(connection)
+        except _OUTAGE as exc:
+            raise _unavailable(exc) from exc
 
     async def close(self) -> None:
         """Close the pool."""

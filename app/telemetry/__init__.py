@@ -5,7 +5,7 @@ observed once: its ``x-request-id`` and the requests counter) and ``logs.py`` (t
 line, text or JSON lines). Tracing belongs here too when it comes; no other stage imports an exporter.
 """
 
-from chatgate.telemetry.logs import logging_config
+from chatgate.telemetry.logs import loggable, logging_config
 from chatgate.telemetry.metrics import Metrics, StreamMeter, metrics_endpoint
 from chatgate.telemetry.observe import label_request, observe_request
 
@@ -13,6 +13,7 @@ __all__ = [
     "Metrics",
     "StreamMeter",
     "label_request",
+    "loggable",
     "logging_config",
     "metrics_endpoint",
     "observe_request",

@@ -6,6 +6,10 @@ outside a request), uvicorn's own lines included. ``logging_config`` is the ``di
 ``chatgate serve`` hands uvicorn, so chatgate's and uvicorn's lines share one handler and one format.
 
 Log lines name agents, runs, tools and counts; prompt and message text never appear at info level.
+``RedactFilter``, on the same handlers, keeps what a request carries from reaching a line raw:
+credentials in a logged URL (query parameters such as ``key`` or ``access_token``, and userinfo) become
+``[redacted]``, and control characters (a NUL, an escape, a line break a client put in a path) are
+written escaped.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import logging
 import re
 import time
+import urllib.parse
 import uuid
 from contextvars import ContextVar
 from typing import Any, Literal, TypeAlias
@@ -22,9 +27,12 @@ __all__ = [
     "REQUEST_ID",
     "JsonFormatter",
     "LogFormat",
+    "RedactFilter",
     "RequestIdFilter",
+    "loggable",
     "logging_config",
     "new_request_id",
+    "redact_url",
     "valid_request_id",
 ]
 
@@ -54,6 +62,56 @@ class RequestIdFilter(logging.Filter):
         """Add ``request_id`` (a record that already has one keeps it)."""
         if not hasattr(record, "request_id"):
             record.request_id = REQUEST_ID.get()
+        return True
+
+
+CREDENTIAL_PARAMS = frozenset(
+    {"key", "api_key", "apikey", "api-key", "token", "access_token", "refresh_token", "id_token", "auth"}
+    | {"authorization", "password", "secret", "client_secret", "signature", "sig", "session"}
+)
+"""Query parameters whose value a logged URL never shows (compared lowercased)."""
+
+REDACTED = "[redacted]"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
+
+
+def loggable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as an escape (``\\x00``)."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def redact_url(target: str) -> str:
+    """A URL or request target with credentials replaced by ``[redacted]`` and control characters escaped."""
+    target = _USERINFO.sub(rf"\1{REDACTED}@", target)
+    path, mark, query = target.partition("?")
+    if mark:
+        fields = []
+        for field in query.split("&"):
+            name, equals, _value = field.partition("=")
+            if equals and urllib.parse.unquote_plus(name).strip().lower() in CREDENTIAL_PARAMS:
+                field = f"{name}={REDACTED}"
+            fields.append(field)
+        target = f"{path}?{'&'.join(fields)}"
+    return loggable(target).replace("\n", "\\n").replace("\t", "\\t")
+
+
+class RedactFilter(logging.Filter):
+    """Redacts credentials from uvicorn's access lines and escapes control characters in every line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record in place; never drops one."""
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
+            client, method, path, version, status = record.args
+            record.args = (client, loggable(str(method)), redact_url(str(path)), version, status)
+            return True
+        message = record.getMessage()
+        if not message.isprintable():
+            escaped = loggable(message)
+            if escaped != message:
+                record.msg, record.args = escaped, ()
         return True
 
 
@@ -89,14 +147,17 @@ def logging_config(log_format: LogFormat = "text", level: str = "INFO") -> dict[
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": f"{__name__}.RequestIdFilter"}},
+        "filters": {
+            "request_id": {"()": f"{__name__}.RequestIdFilter"},
+            "redact": {"()": f"{__name__}.RedactFilter"},
+        },
         "formatters": {"chatgate": formatter},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stderr",
                 "formatter": "chatgate",
-                "filters": ["request_id"],
+                "filters": ["request_id", "redact"],
             }
         },
         "root": {"handlers": ["stderr"], "level": level.upper()},

@@ -6,42 +6,56 @@ The stored history is the truth; what the client resends is ignored, except:
   message whose id is not stored), appended in the order sent;
 - the answer to a tool call the server issued and nobody answered yet, for a tool the frontend runs
   (a client can never supply the result of a server tool: those run only here, after an approval);
-- approvals, which the runner checks against the stored call they name.
+- an approval (or denial) of a server tool call that has no stored result yet; the runner checks it
+  against the call it names. An approval of a call already answered is a replay and adds nothing.
 
-A user message whose id is already stored is not stored again (a retry). ``regenerate`` drops the
-last assistant turn. An AG-UI request that adds nothing is a hydrate: the client only wants the
-thread, as ``MESSAGES_SNAPSHOT``.
+A request that adds nothing is a replay (a retry after a dropped connection, a page re-sending its
+list, a duplicate sent at the same moment): it never starts a run of its own. While a run is going on
+the thread it follows that run, the one a duplicate's twin started; otherwise AG-UI gets a hydrate
+(the thread as ``MESSAGES_SNAPSHOT``) and useChat 422 ``nothing_to_answer``, unless the last stored
+message is a user message nobody answered (its run failed before saying anything), which a retry
+answers. ``regenerate`` drops the last assistant turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal, TypeAlias
 
 from chatgate.errors import RequestError
-from chatgate.history import AssistantMessage, Message, ToolMessage, UserMessage
+from chatgate.history import AssistantMessage, Message, ToolCallPart, ToolMessage, UserMessage
 from chatgate.ids import new_id
 from chatgate.protocol import ThreadCapabilities
-from chatgate.run_input import RunInput
+from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.store import NewMessage, StoredMessage
 
-__all__ = ["ThreadPlan", "plan_turn"]
+__all__ = ["Approves", "PlanAction", "ThreadPlan", "nothing_to_answer", "plan_turn"]
+
+PlanAction: TypeAlias = Literal["run", "follow", "hydrate", "refuse"]
+"""Start a run; or, for a replay: follow the run already going, answer with the thread (AG-UI) or refuse
+(useChat, ``nothing_to_answer``)."""
+
+Approves: TypeAlias = Callable[[ApprovalResponse, ToolCallPart], bool]
+"""Whether an approval's token was signed for exactly this call (AG-UI names only the token)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ThreadPlan:
     """What to commit before the run and what the run answers.
 
-    ``history`` is the stored history after ``drop_from_seq`` plus ``append``; ``hydrate`` means no
-    run at all; ``behind`` that the client lacks stored messages (AG-UI then gets a snapshot first);
-    ``message_id`` the id of the assistant message the run writes (useChat's ``start.messageId``).
-    Messages in ``history`` carry the ids clients know them by.
+    ``action`` says whether there is a run at all; ``history`` is the stored history after
+    ``drop_from_seq`` plus ``append``; ``approvals`` are the request's approvals of calls still
+    unanswered, each naming its call; ``behind`` says the client lacks stored messages (AG-UI then gets
+    a snapshot first); ``message_id`` is the id of the assistant message the run writes (useChat's
+    ``start.messageId``). Messages in ``history`` carry the ids clients know them by.
     """
 
+    action: PlanAction
     append: tuple[NewMessage, ...]
     drop_from_seq: int | None
     history: tuple[Message, ...]
-    hydrate: bool
+    approvals: tuple[ApprovalResponse, ...]
     behind: bool
     message_id: str
     continues: bool
@@ -53,13 +67,19 @@ def plan_turn(
     *,
     protocol: ThreadCapabilities,
     server_tools: Collection[str],
+    running: bool = False,
+    approves: Approves | None = None,
 ) -> ThreadPlan:
-    """Reconcile ``run_input`` with ``stored``; see the module docstring."""
+    """Reconcile ``run_input`` with ``stored``; see the module docstring.
+
+    ``running`` says a run holds the thread: every pending call is being answered by it, so no
+    approval is new. ``approves`` tells which call an approval that names none (AG-UI) answers.
+    """
     history = [_public(message.message, message.public_id) for message in stored]
     if run_input.regenerate:
         return _regenerate(stored)
     known = {message.public_id for message in stored} | {message.id for message in stored}
-    pending = _pending_client_calls(history, server_tools)
+    pending = _pending_calls(history, server_tools, frontend=True)
     append: list[NewMessage] = []
     client = run_input.messages
     for index, message in enumerate(client):
@@ -72,24 +92,27 @@ def plan_turn(
                 continue
             known.add(message.id)
             append.append(NewMessage(replace(message, id=new_id("msg")), client_id=message.id or None))
+    approvals = () if running else _new_approvals(history, run_input.approvals, server_tools, approves)
     client_ids = {message.id for message in client}
     behind = any(message.public_id not in client_ids for message in stored)
-    nothing_new = not append and not run_input.approvals
-    hydrate = protocol.hydrates and nothing_new
-    if nothing_new and not hydrate and not (history and isinstance(history[-1], UserMessage)):
-        raise RequestError(422, "nothing_to_answer", "the request adds no new message to this thread")
+    full = (*history, *(_public(new.message, new.client_id or new.message.id) for new in append))
     last_group = _last_assistant_id(stored)
     continues = run_input.continue_message_id is not None and run_input.continue_message_id == last_group
     message_id = last_group if continues and last_group else new_id("msg")
-    return ThreadPlan(
-        append=tuple(append),
-        drop_from_seq=None,
-        history=(*history, *(_public(new.message, new.client_id or new.message.id) for new in append)),
-        hydrate=hydrate,
-        behind=behind,
-        message_id=message_id,
-        continues=continues,
-    )
+    action: PlanAction = "run"
+    if not append and not approvals:  # a replay
+        if running:
+            action = "follow"
+        elif protocol.hydrates:
+            action = "hydrate"
+        elif not (history and isinstance(history[-1], UserMessage)):
+            action = "refuse"
+    return ThreadPlan(action, tuple(append), None, full, approvals, behind, message_id, continues)
+
+
+def nothing_to_answer() -> RequestError:
+    """422 ``nothing_to_answer``: the useChat answer to a replay on a thread with nothing left to answer."""
+    return RequestError(422, "nothing_to_answer", "the request adds no new message to this thread")
 
 
 def _regenerate(stored: Sequence[StoredMessage]) -> ThreadPlan:
@@ -98,23 +121,56 @@ def _regenerate(stored: Sequence[StoredMessage]) -> ThreadPlan:
         raise RequestError(422, "nothing_to_regenerate", "the thread has no user message to answer again")
     drop = stored[last_user + 1].seq if last_user + 1 < len(stored) else None
     history = tuple(_public(message.message, message.public_id) for message in stored[: last_user + 1])
-    return ThreadPlan((), drop, history, hydrate=False, behind=True, message_id=new_id("msg"), continues=False)
+    return ThreadPlan("run", (), drop, history, (), behind=True, message_id=new_id("msg"), continues=False)
 
 
-def _pending_client_calls(history: Sequence[Message], server_tools: Collection[str]) -> set[str]:
-    """Ids of calls to frontend tools in the last assistant turn that have no result yet."""
-    answered = {message.tool_call_id for message in history if isinstance(message, ToolMessage)}
-    pending: set[str] = set()
+def _new_approvals(
+    history: Sequence[Message],
+    approvals: Sequence[ApprovalResponse],
+    server_tools: Collection[str],
+    approves: Approves | None,
+) -> tuple[ApprovalResponse, ...]:
+    """The approvals that answer a server tool call with no stored result, each naming its call.
+
+    An approval of a call already answered (a replay) is dropped. One that names no call and whose
+    token matches none (expired, or not this server's) is kept while some server call is pending: the
+    runner then tells the model that call was not run, as before.
+    """
+    if not approvals:
+        return ()
+    pending = _pending_calls(history, server_tools, frontend=False)
+    calls = [call for call in _last_turn_calls(history) if call.name in server_tools]
+    new: list[ApprovalResponse] = []
+    for approval in approvals:
+        call_id = approval.tool_call_id
+        if call_id is None and approves is not None:
+            call_id = next((call.tool_call_id for call in calls if approves(approval, call)), None)
+        if call_id in pending:
+            new.append(replace(approval, tool_call_id=call_id))
+        elif call_id is None and pending:
+            new.append(approval)
+    return tuple(new)
+
+
+def _last_turn_calls(history: Sequence[Message]) -> list[ToolCallPart]:
+    """The tool calls of the assistant messages after the last user message."""
+    calls: list[ToolCallPart] = []
     for message in reversed(history):
         if isinstance(message, UserMessage):
             break
         if isinstance(message, AssistantMessage):
-            pending |= {
-                call.tool_call_id
-                for call in message.tool_calls
-                if call.name not in server_tools and call.tool_call_id not in answered
-            }
-    return pending
+            calls.extend(message.tool_calls)
+    return calls
+
+
+def _pending_calls(history: Sequence[Message], server_tools: Collection[str], *, frontend: bool) -> set[str]:
+    """Ids of calls in the last assistant turn that have no result yet: to frontend tools, or to server tools."""
+    answered = {message.tool_call_id for message in history if isinstance(message, ToolMessage)}
+    return {
+        call.tool_call_id
+        for call in _last_turn_calls(history)
+        if (call.name not in server_tools) == frontend and call.tool_call_id not in answered
+    }
 
 
 def _last_assistant_id(stored: Sequence[StoredMessage]) -> str | None:

@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import replace
 
+from chatgate.errors import StoreUnavailable
 from chatgate.events import (
     ReasoningDelta,
     RunEvent,
@@ -51,6 +52,7 @@ CHECKPOINT_SECONDS = 1.0
 """How often a running turn is saved as ``partial`` (and its heartbeat refreshed)."""
 
 _SHUTDOWN = "The server stopped; what was said so far is saved."
+_NOT_SAVED = "The conversation store is unavailable: this answer was not saved. Retry later."
 _DELTAS = (TextDelta, ReasoningDelta, ToolCallDelta)
 
 
@@ -217,7 +219,9 @@ class ThreadRun:
                             status: MessageStatus = "complete"
                         else:
                             status = "partial" if event.code == "server_shutdown" else "error"
-                        await self._save(status)
+                        saved = await self._save(status)
+                        if not saved and isinstance(event, RunFinished):
+                            event = RunFailed(_NOT_SAVED, code="store_unavailable")  # say so, in protocol
                         yield event
                         return
                     yield event
@@ -236,15 +240,20 @@ class ThreadRun:
         self._terminal = True
         await self._save("error")
 
-    async def _save(self, status: MessageStatus) -> None:
+    async def _save(self, status: MessageStatus) -> bool:
+        """Save the turn; False when the store is unavailable. Any failure is logged, a bug with its traceback."""
         self._saved = True
         try:
             finishing = self._store.finish_run(
                 self.thread, self.run_id, self._recorder.turn(), status, checkpointed=self._checkpointed
             )
             await asyncio.shield(finishing)
+        except StoreUnavailable as exc:
+            logger.warning("thread run %r: the turn was not saved: %s", self.run_id, exc)
+            return False
         except Exception:
             logger.exception("thread run %r: saving the turn failed", self.run_id)
+        return True
 
     async def _watch_stop(self) -> None:
         await self._writer.stop_requested()
@@ -263,6 +272,8 @@ async def checkpoint_runs(store: ThreadStore, runs: set[ThreadRun]) -> None:
             continue
         try:
             await store.checkpoint(running)
+        except StoreUnavailable as exc:
+            logger.warning("checkpointing %d running turns failed: %s", len(running), exc)
         except Exception:
             logger.exception("checkpointing %d running turns failed", len(running))
 

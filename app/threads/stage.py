@@ -6,13 +6,19 @@ another run holds it), then start the run detached from the request (app/threads
 stream to the run log the request then follows. The model gets the stored history under the thread's
 system message, rendered per request and never stored.
 
-An AG-UI request that adds nothing on a thread whose run is still going is a reconnect: it follows
-that run from its ``RUN_STARTED`` (docs/resume.md); with nothing to replay it is a hydrate.
+A request that adds nothing (a replay: a retry, a reconnect, a duplicate sent at the same moment) never
+starts a run. On a thread whose run is still going it follows that run from its start (docs/resume.md);
+otherwise AG-UI gets a hydrate and useChat 422 ``nothing_to_answer``. Of any number of requests adding
+the same thing at once, the store's conditional take lets exactly one start its run; the others read the
+thread again, find what they add already stored (or the call it answers already being answered by the
+run holding the thread) and follow that run. The run's log is opened before the take, so whoever sees
+the run in the store can follow it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -23,22 +29,24 @@ from chatgate.caller import Caller
 from chatgate.config import Config
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
-from chatgate.history import Message, SystemMessage
-from chatgate.ids import new_id
+from chatgate.history import Message, SystemMessage, ToolCallPart
+from chatgate.ids import MAX_ID_LENGTH, new_id
 from chatgate.protocol import UIProtocol
 from chatgate.run import Agent, PromptTemplate, prompt_template, run_agent
-from chatgate.run_input import RunInput
-from chatgate.runlog import RunLog
-from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadStore
+from chatgate.run_input import ApprovalResponse, RunInput
+from chatgate.runlog import RunLog, RunWriter
+from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
-from chatgate.threads.plan import plan_turn
+from chatgate.threads.plan import nothing_to_answer, plan_turn
 from chatgate.threads.run import ThreadRun, TurnRecorder
 
 __all__ = ["MAX_THREAD_ID", "ThreadServices", "ThreadTurn", "open_thread_turn", "thread_agent"]
 
+logger = logging.getLogger("chatgate.thread_stage")
+
 _ATTEMPTS = 3
-MAX_THREAD_ID = 200
+MAX_THREAD_ID = MAX_ID_LENGTH
 """The longest thread id a stored conversation accepts."""
 
 
@@ -87,43 +95,71 @@ async def open_thread_turn(
             f"a stored conversation needs a thread id (useChat id, threadId) of 1-{MAX_THREAD_ID} characters",
         )
     run_key = new_id("run")  # the store's own id for this run; a client's runId is never trusted there
-    for attempt in range(_ATTEMPTS):
-        known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
-        stored: list[StoredMessage] = await store.messages(known) if known is not None else []
-        plan = plan_turn(stored, run_input, protocol=protocol.threads, server_tools=agent.server_tools)
-        if plan.hydrate:
-            if known is not None and known.active_run is not None:
-                log_id = run_log_id(known.active_run, protocol.name)
-                before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != known.active_run]
-                ending = partial(protocol.interrupted, agent.config)
-                replay = await replay_run(run_log, log_id, ending, protocol.rejoined(before))
+    log_id = run_log_id(run_key, protocol.name)
+    approves = partial(_approves, agent)
+    writer: RunWriter | None = None
+    taken = False
+    try:
+        for attempt in range(_ATTEMPTS):
+            known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
+            stored: list[StoredMessage] = await store.messages(known) if known is not None else []
+            running = known is not None and known.active_run is not None
+            plan = plan_turn(
+                stored,
+                run_input,
+                protocol=protocol.threads,
+                server_tools=agent.server_tools,
+                running=running,
+                approves=approves,
+            )
+            if plan.action == "follow" and known is not None and known.active_run is not None:
+                replay = await _follow(run_log, known.active_run, stored, agent, protocol)
                 if replay is not None:
                     return ThreadTurn(replay)
-            hydrate = replace(run_input, snapshot=plan.history)
-            return ThreadTurn(protocol.encode(hydrate, agent.config, _finished()))
-        # Everything that can refuse the request happens before the thread is taken.
-        system = known.system if known is not None else SystemState()
-        model_agent = thread_agent(agent, system, base_dir)
-        client_system = _client_system(agent, system, run_input.messages)
-        try:
-            thread = await store.begin_run(
-                caller.owner,
-                agent.name,
-                run_input.thread_id,
-                run_key,
-                revision=known.revision if known is not None else 0,
-                append=plan.append,
-                drop_from_seq=plan.drop_from_seq,
-                dead_run=known is not None and known.active_run is not None,
-            )
-            break
-        except ThreadBusy:
-            current = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
-            if attempt == _ATTEMPTS - 1 or (current is not None and current.active_run is not None):
-                raise
-    else:  # pragma: no cover - the loop either breaks or raises
-        raise ThreadBusy()
-    model_input = replace(run_input, messages=(*client_system, *plan.history))
+                # Nothing to follow (the run's producer died, or its log expired): as if no run held it.
+                plan = plan_turn(
+                    stored, run_input, protocol=protocol.threads, server_tools=agent.server_tools, approves=approves
+                )
+            if plan.action in ("hydrate", "refuse"):
+                # Only if no run took the thread since it was read (its messages may be newer): else read again.
+                if known is not None and attempt < _ATTEMPTS - 1 and not await _unchanged(store, caller, agent, known):
+                    continue
+                if plan.action == "refuse":
+                    raise nothing_to_answer()
+                hydrate = replace(run_input, snapshot=plan.history)
+                return ThreadTurn(protocol.encode(hydrate, agent.config, _finished()))
+            if running and attempt > 0:
+                raise ThreadBusy()  # a live run holds the thread and this request adds something new
+            # Everything that can refuse the request happens before the thread is taken.
+            system = known.system if known is not None else SystemState()
+            model_agent = thread_agent(agent, system, base_dir)
+            client_system = _client_system(agent, system, run_input.messages)
+            if writer is None:
+                writer = await _open_log(run_log, log_id)  # before the take: whoever sees the run can follow it
+            try:
+                thread = await store.begin_run(
+                    caller.owner,
+                    agent.name,
+                    run_input.thread_id,
+                    run_key,
+                    revision=known.revision if known is not None else 0,
+                    append=plan.append,
+                    drop_from_seq=plan.drop_from_seq,
+                    dead_run=running,
+                )
+                taken = True
+                break
+            except ThreadBusy:
+                # Read again: the run holding the thread may be answering this very request (a duplicate).
+                if attempt == _ATTEMPTS - 1:
+                    raise
+        else:  # pragma: no cover - the loop breaks, returns or raises
+            raise ThreadBusy()
+    finally:
+        if writer is not None and not taken:
+            await _discard_log(writer)
+    assert writer is not None  # the thread was taken, so the log was opened
+    model_input = replace(run_input, messages=(*client_system, *plan.history), approvals=plan.approvals)
     recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.
     model_agent = replace(model_agent, approval_ledger=StoreApprovalLedger(store, thread))
@@ -132,12 +168,6 @@ async def open_thread_turn(
         continue_message_id=plan.message_id,
         snapshot=plan.history if plan.behind and protocol.threads.snapshot_when_behind else None,
     )
-    log_id = run_log_id(run_key, protocol.name)
-    try:
-        writer = await run_log.create(log_id)
-    except Exception as exc:
-        await store.finish_run(thread, run_key, [], "error")
-        raise RequestError(503, "run_log_unavailable", "the run log cannot be reached; try again") from exc
     run = ThreadRun(
         store,
         thread,
@@ -152,6 +182,40 @@ async def open_thread_turn(
     services.runs.add(run)
     run.task.add_done_callback(lambda _: services.runs.discard(run))
     return ThreadTurn(run.follow(run_log.follow(log_id)))
+
+
+async def _follow(
+    run_log: RunLog, run_id: str, stored: list[StoredMessage], agent: Agent, protocol: UIProtocol
+) -> AsyncGenerator[bytes, None] | None:
+    """The running run's stream from its start (the resume path), or None when it cannot be replayed."""
+    before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != run_id]
+    ending = partial(protocol.interrupted, agent.config)
+    return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before))
+
+
+async def _unchanged(store: ThreadStore, caller: Caller, agent: Agent, known: ThreadInfo) -> bool:
+    """Whether the thread is still at the revision read (its messages were read at that revision)."""
+    current = await store.get_thread(caller.owner, agent.name, known.id)
+    return current is not None and current.revision == known.revision
+
+
+async def _open_log(run_log: RunLog, log_id: str) -> RunWriter:
+    try:
+        return await run_log.create(log_id)
+    except Exception as exc:
+        raise RequestError(503, "run_log_unavailable", "the run log cannot be reached; try again") from exc
+
+
+async def _discard_log(writer: RunWriter) -> None:
+    """Close the log of a run that never started (the thread was not taken): nobody follows it."""
+    try:
+        await asyncio.shield(writer.close("failed"))
+    except Exception:
+        logger.exception("closing the run log of %r, which never started, failed", writer.run_id)
+
+
+def _approves(agent: Agent, approval: ApprovalResponse, call: ToolCallPart) -> bool:
+    return agent.approvals.verify(approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments)
 
 
 def thread_agent(agent: Agent, system: SystemState, base_dir: Path) -> Agent:

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, resolve_agent
+from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
 from chatgate.approvals import app_approvals
 from chatgate.caller import caller_of
 from chatgate.config import Config, ConfigWatcher, default_config
-from chatgate.errors import RequestError, error_response
+from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers import upstream_client
@@ -34,7 +34,7 @@ from chatgate.redis_client import connect_redis
 from chatgate.run import AgentRegistry, run_agent
 from chatgate.run_input import RunInput
 from chatgate.store import ThreadBusy, ThreadError, UnknownThread, open_store
-from chatgate.telemetry import Metrics, label_request, metrics_endpoint, observe_request
+from chatgate.telemetry import Metrics, label_request, loggable, metrics_endpoint, observe_request
 from chatgate.threads import ThreadServices, checkpoint_runs, close_thread_runs, open_thread_turn
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.openapi import openapi_endpoint
@@ -48,16 +48,50 @@ __all__ = ["ChatgateApp", "create_app"]
 logger = logging.getLogger("chatgate.server")
 
 
+_ERROR_LOGGED = "chatgate.error_logged"
+
+STORE_RETRY_AFTER_SECONDS = 5
+"""The ``Retry-After`` of a 503 ``store_unavailable``."""
+
+
 class ChatgateApp(Starlette):
-    """Starlette, plus the server's own ``send`` left in the scope for ``EventStreamResponse``'s body."""
+    """Starlette, plus the server's own ``send`` left in the scope for ``EventStreamResponse``'s body.
+
+    No exception leaves the app for the server: uvicorn closes the connection on one, even after a
+    complete response, which resets a keep-alive client's next request. Starlette's error middleware
+    logs an unexpected exception's traceback, answers 500 JSON if the response has not started, and
+    re-raises; that re-raise ends here, where a started response's body is ended so the connection
+    stays usable.
+    """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Record the unwrapped ``send``, then handle the request as Starlette does."""
         scope[RAW_SEND_KEY] = send
-        if scope["type"] == "http":
-            await observe_request(scope, receive, send, super().__call__, self.state.metrics)
-        else:
+        if scope["type"] != "http":
             await super().__call__(scope, receive, send)
+            return
+        started = ended = False
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            nonlocal started, ended
+            if message["type"] == "http.response.start":
+                started = True
+            elif not message.get("more_body", False):
+                ended = True
+            await send(message)
+
+        try:
+            await observe_request(scope, receive, tracked, super().__call__, self.state.metrics)
+        except Exception:
+            if not scope.get(_ERROR_LOGGED):  # ``_unexpected_error_handler`` logs all it sees
+                logger.exception("unexpected error handling %s %s", scope["method"], loggable(scope.get("path", "")))
+            if not started:
+                await _internal_error()(scope, receive, tracked)
+            elif not ended:
+                # A stream's body bypasses ``tracked`` (app/web/sse.py): it may have ended already, and the
+                # server then refuses a second end, which leaves nothing more to do.
+                with contextlib.suppress(RuntimeError):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def create_app(
@@ -147,6 +181,7 @@ def create_app(
         exception_handlers={
             RequestError: _request_error_handler,
             ThreadError: _thread_error_handler,
+            StoreUnavailable: _store_unavailable_handler,
             ClientDisconnect: _client_gone_handler,
             HTTPException: _http_error_handler,
             Exception: _unexpected_error_handler,
@@ -196,7 +231,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         label_request(request.scope, protocol.name, agent.name)
         _check_content_type(request)
         settings = registry.config.server
-        body = await _read_body(request, settings.max_body_bytes)
+        body = await read_body(request, settings)
         run_input = _decode(protocol, body)
         check_files(run_input.messages, settings)
         check_request_limits(run_input, settings)
@@ -240,27 +275,11 @@ def _check_content_type(request: Request) -> None:
         )
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(limit)
-    return bytes(body)
-
-
 def _decode(protocol: UIProtocol, body: bytes) -> RunInput:
     try:
         return protocol.decode(body)
     except RecursionError:  # the adapters bound nesting; this is the backstop for any that does not
         raise RequestError(422, "invalid_request", "the request is invalid: (body): it nests too deep") from None
-
-
-def _too_large(limit: int) -> RequestError:
-    return RequestError(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
 
 
 async def _request_error_handler(request: Request, exc: Exception) -> Response:
@@ -289,10 +308,34 @@ async def _http_error_handler(request: Request, exc: Exception) -> Response:
 
 async def _client_gone_handler(request: Request, exc: Exception) -> Response:
     # The client closed the connection before sending the whole body: nobody is left to answer.
-    logger.info("client went away while sending the body of %s %s", request.method, request.url.path)
+    logger.info("client went away while sending the body of %s %s", request.method, loggable(request.url.path))
     return Response(status_code=400)
 
 
 async def _unexpected_error_handler(request: Request, exc: Exception) -> Response:
-    logger.exception("unexpected error handling %s %s", request.method, request.url.path, exc_info=exc)
+    # Starlette calls this even after the response started (and then sends nothing of it).
+    request.scope[_ERROR_LOGGED] = True
+    path = loggable(request.url.path)
+    logger.exception("unexpected error handling %s %s", request.method, path, exc_info=exc)
+    return _internal_error()
+
+
+async def _store_unavailable_handler(request: Request, exc: Exception) -> Response:
+    # An outage, not a bug: one line with the cause, no traceback.
+    logger.warning("%s %s: %s", request.method, loggable(request.url.path), exc)
+    return error_response(
+        RequestError(
+            503,
+            "store_unavailable",
+            "the conversation store is unavailable; retry later",
+            headers={"Retry-After": str(STORE_RETRY_AFTER_SECONDS)},
+        )
+    )
+
+
+def _internal_error() -> JSONResponse:
     return JSONResponse({"error": {"code": "internal_error", "message": "An internal error occurred."}}, 500)
+
+
+async def _unexpected_error_response(scope: Scope, receive: Receive, send: Send) -> None:
+    await _internal_error()(scope, receive, send)

@@ -1,8 +1,9 @@
 """The app's run log, and the routes that reach a running run: resume and stop (docs/resume.md).
 
 - ``GET /agents/{agent}/{route}/{id}/stream`` (and under the protocol's default path): useChat's
-  ``resume: true``. 204 when nothing runs on the caller's thread ``id`` (or it cannot be replayed, or
-  was started in another protocol); otherwise the run's stream from its start, then live, to its end.
+  ``resume: true``. 422 for an ``id`` the id rule refuses (app/ids.py); 204 when nothing runs on the
+  caller's thread ``id`` (or it cannot be replayed, or was started in another protocol); otherwise
+  the run's stream from its start, then live, to its end.
 - ``POST /agents/{agent}/threads/{id}/stop``: stops the thread's running run, on whichever replica
   produces it. ``{"stopped": true}``, or ``false`` when nothing was running.
 
@@ -30,7 +31,7 @@ from chatgate.store import ThreadStore
 from chatgate.telemetry import Metrics, label_request
 from chatgate.threads import replay_run, run_log_id
 from chatgate.web.sse import EventStreamResponse
-from chatgate.web.threads import caller_thread, thread_context
+from chatgate.web.threads import caller_thread, path_thread_id, thread_context
 
 __all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
 
@@ -56,10 +57,11 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         registry: AgentRegistry = request.app.state.agents
         agent = resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
         label_request(request.scope, protocol.name, agent.name)
+        thread_id = path_thread_id(request)
         store: ThreadStore | None = request.app.state.store
         if agent.config.conversations != "server" or store is None:
             return Response(status_code=204)
-        thread = await store.get_thread(caller_of(request).owner, agent.name, request.path_params["thread_id"])
+        thread = await store.get_thread(caller_of(request).owner, agent.name, thread_id)
         if thread is None or thread.active_run is None:
             return Response(status_code=204)
         log_id = run_log_id(thread.active_run, protocol.name)
@@ -93,7 +95,7 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def stop(request: Request) -> Response:
         """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
         agent, store, caller = thread_context(request)
-        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
+        thread = await caller_thread(store, agent, caller, path_thread_id(request))
         run_log: RunLog = request.app.state.run_log
         stopped = False
         if thread.active_run is not None:

@@ -25,16 +25,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import resolve_agent
+from chatgate.access import read_body, resolve_agent
 from chatgate.caller import Caller, caller_of
 from chatgate.config import AgentConfig
 from chatgate.errors import RequestError
 from chatgate.history import Message
+from chatgate.ids import ClientId, StorableText, check_thread_id
 from chatgate.protocol import UIProtocol
 from chatgate.run import Agent, AgentRegistry
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 
-__all__ = ["SystemMessageBody", "caller_thread", "thread_context", "thread_routes", "ui_messages_of"]
+__all__ = [
+    "SystemMessageBody",
+    "caller_thread",
+    "path_thread_id",
+    "thread_context",
+    "thread_routes",
+    "ui_messages_of",
+]
 
 _BASE = "/agents/{agent}/threads"
 
@@ -44,8 +52,8 @@ class SystemMessageBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prompt: str | None = None
-    system_message: str | None = None
+    prompt: ClientId | None = None
+    system_message: StorableText | None = None
     revision: int | None = None
 
 
@@ -65,12 +73,12 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
 
     async def get_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
-        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
+        thread = await caller_thread(store, agent, caller, path_thread_id(request))
         return JSONResponse(await _describe(store, thread))
 
     async def get_messages(request: Request) -> Response:
         agent, store, caller = thread_context(request)
-        thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
+        thread = await caller_thread(store, agent, caller, path_thread_id(request))
         if render is None:
             raise RequestError(404, "not_found", "the vercel-ai protocol is not installed")
         stored = await store.messages(thread)
@@ -79,26 +87,28 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
 
     async def delete_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
-        if not await store.delete(caller.owner, agent.name, request.path_params["thread_id"]):
-            raise _unknown_thread(request.path_params["thread_id"])
+        thread_id = path_thread_id(request)
+        if not await store.delete(caller.owner, agent.name, thread_id):
+            raise _unknown_thread(thread_id)
         return Response(status_code=204)
 
     async def put_system_message(request: Request) -> Response:
         agent, store, caller = thread_context(request)
+        thread_id = path_thread_id(request)
         body = await _body(request)
         if "prompt" not in body.model_fields_set and "system_message" not in body.model_fields_set:
             raise RequestError(422, "invalid_request", "give prompt or system_message")
         system = _system_state(agent, caller, body)
         thread = await store.set_system(
-            caller.owner, agent.name, request.path_params["thread_id"], system, by=caller.key_id, revision=body.revision
+            caller.owner, agent.name, thread_id, system, by=caller.key_id, revision=body.revision
         )
         return JSONResponse(await _describe(store, thread))
 
     async def reset_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
+        thread_id = path_thread_id(request)
+        await caller_thread(store, agent, caller, thread_id)  # another owner's thread: 404 before any body
         body = await _body(request)
-        thread_id = request.path_params["thread_id"]
-        await caller_thread(store, agent, caller, thread_id)
         replace_with = body.model_fields_set & {"prompt", "system_message"}
         system = _system_state(agent, caller, body) if replace_with else None
         thread = await store.reset(
@@ -115,6 +125,11 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         Route(one + "/system-message", put_system_message, methods=["PUT"]),
         Route(one + "/reset", reset_thread, methods=["POST"]),
     ]
+
+
+def path_thread_id(request: Request) -> str:
+    """The ``{thread_id}`` of a route's path, checked by the one rule for thread ids (app/ids.py); else 422."""
+    return check_thread_id("thread_id", request.path_params["thread_id"])
 
 
 def thread_context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
@@ -144,15 +159,17 @@ def _unknown_thread(thread_id: str) -> RequestError:
 
 
 async def _body(request: Request) -> SystemMessageBody:
-    raw = await request.body()
+    registry: AgentRegistry = request.app.state.agents
+    raw = await read_body(request, registry.config.server)  # capped: a 403 may need the body first
     try:
         return _BODY.validate_json(raw or b"{}")
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or '(body)'}: {error['msg']}"
-            for error in exc.errors(include_url=False, include_input=False)
-        )
-        raise RequestError(422, "invalid_request", f"the request is invalid: {problems}") from None
+        details = [
+            {"field": ".".join(str(p) for p in error["loc"]) or "(body)", "problem": error["msg"]}
+            for error in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        problems = "; ".join(f"{d['field']}: {d['problem']}" for d in details)
+        raise RequestError(422, "invalid_request", f"the request is invalid: {problems}", details) from None
 
 
 _Render = Callable[[Sequence[tuple[Message, str]], AgentConfig], list[dict[str, Any]]]

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from chatgate.config import Config, load_config
+from chatgate.ids import id_problem
 from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 from tests.e2e.approval_flows import (
@@ -64,8 +65,12 @@ def test_respelled_approval_ids_are_refused_and_run_nothing(serve: Serve, protoc
     base, log = serve(config()), tmp_path / "runs.log"
     paused = ask(base, protocol, "ops", {"path": str(log)})
     for spelling in (s for s in respellings(paused.token) if s != paused.token):
-        events = answer(base, paused, "ops", spelling)
-        assert tool_outputs(events) == []  # the model is told it did not run; the client sees no result
+        if id_problem(spelling) is not None:  # not an id at all (a newline): refused before any run
+            body = answer_body(paused, spelling)
+            assert httpx.post(route(base, protocol, "ops"), json=body, timeout=30).status_code == 422
+        else:
+            events = answer(base, paused, "ops", spelling)
+            assert tool_outputs(events) == []  # the model is told it did not run; the client sees no result
         assert executions(log) == 0, spelling
     assert tool_outputs(answer(base, paused, "ops")) == ["recorded ran"]
     assert tool_outputs(answer(base, paused, "ops")) == ["recorded ran"]  # a replay: the first outcome

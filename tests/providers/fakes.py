@@ -1,10 +1,11 @@
 """Fake upstream model servers: raw HTTP/1.1 on 127.0.0.1, scripted byte by byte.
 
-A ``FakeUpstream`` answers each request with the next ``Reply`` (the last one repeats): a status,
-then body pieces written one by one (``bytes`` is one write, a ``float`` a pause), then the end the
-reply asks for: a complete chunked body, a connection cut mid-body, or silence. A body sent without
-``content-type: application/json`` gets a 415 instead, as from Anthropic's API, which requires it. It
-records every request's path, headers and JSON body, and when each connection was closed by the client.
+A ``FakeUpstream`` answers each request with the next ``Reply`` (the last one repeats; a subclass may
+choose it from the request instead, ``reply_to``): a status, then body pieces written one by one
+(``bytes`` is one write, a ``float`` a pause), then the end the reply asks for: a complete chunked
+body, a connection cut mid-body, or silence. A body sent without ``content-type: application/json``
+gets a 415 instead, as from Anthropic's API, which requires it. It records every request's path,
+headers and JSON body, and when each connection was closed by the client.
 
 The helpers below build each provider's exact wire frames.
 """
@@ -108,6 +109,12 @@ class FakeUpstream:
         assert self.closed_at, "the client never closed its connection"
         return self.closed_at[0]
 
+    async def reply_to(self, request: Recorded) -> Reply:
+        """The next scripted reply; a subclass may answer from the request instead (or make it wait)."""
+        reply = self.replies[min(self._served, len(self.replies) - 1)]
+        self._served += 1
+        return reply
+
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -132,12 +139,12 @@ class FakeUpstream:
         headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in header_lines)}
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
         body = json.loads(raw) if raw else None
-        self.requests.append(Recorded(method, path, headers, body, raw, head.decode("latin-1")))
+        recorded = Recorded(method, path, headers, body, raw, head.decode("latin-1"))
+        self.requests.append(recorded)
         if raw and headers.get("content-type", "").split(";")[0].strip() != "application/json":
             reply = _UNSUPPORTED_MEDIA_TYPE  # as strict as Anthropic's API, which requires the header
         else:
-            reply = self.replies[min(self._served, len(self.replies) - 1)]
-            self._served += 1
+            reply = await self.reply_to(recorded)
 
         hangup = asyncio.ensure_future(reader.read(1))  # b"" once the client closes
         hangup.add_done_callback(lambda read: read.cancelled() or read.exception())  # a reset is a hangup too
@@ -173,9 +180,9 @@ _UNSUPPORTED_MEDIA_TYPE = Reply(
 
 
 @contextmanager
-def fake_in_thread(*replies: Reply) -> Iterator[FakeUpstream]:
-    """A ``FakeUpstream`` on its own event loop thread, for tests that block (the Node clients)."""
-    fake = FakeUpstream(*replies)
+def fake_in_thread(*replies: Reply, fake: FakeUpstream | None = None) -> Iterator[FakeUpstream]:
+    """A ``FakeUpstream`` (``fake``, or one of ``replies``) on its own event loop thread, for tests that block."""
+    fake = fake if fake is not None else FakeUpstream(*replies)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     stop = asyncio.Event()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from chatgate.telemetry.logs import REQUEST_ID, JsonFormatter, logging_config
+from chatgate.telemetry.logs import REQUEST_ID, JsonFormatter, RedactFilter, logging_config, redact_url
 from tests.conftest import ChatgateProcess
 
 PROMPT_TEXT = "OPERATOR-PROMPT-7731"
@@ -95,8 +95,50 @@ def test_the_json_formatter_keeps_a_traceback_in_one_line() -> None:
 def test_the_logging_config_routes_uvicorn_through_the_one_handler() -> None:
     config = logging_config("json", "warning")
     assert config["root"]["level"] == "WARNING"
-    assert config["handlers"]["stderr"]["filters"] == ["request_id"]
+    assert config["handlers"]["stderr"]["filters"] == ["request_id", "redact"]
     # uvicorn's three loggers, named: an empty table (uvicorn's own handlers kept) would fail here.
     assert set(config["loggers"]) == {"uvicorn", "uvicorn.error", "uvicorn.access"}
     assert all(logger == {"handlers": [], "propagate": True} for logger in config["loggers"].values())
     assert config["root"]["handlers"] == ["stderr"]
+
+
+KEY = "sk-live-QUERY-KEY-9931"
+
+
+def test_a_key_in_the_query_string_is_refused_and_redacted_from_the_access_log(
+    chatgate_process: ChatgateProcess, tmp_path: Path
+) -> None:
+    config = tmp_path / "chatgate.toml"
+    config.write_text(f'keys = [{{ id = "ops", key = "{KEY}" }}]\n[agents.bot]\nmodel = "builtin:echo"\n')
+    url, process = chatgate_process("--config", str(config))
+    targets = [f"/agents?key={KEY}", f"/agents?x=1&API_KEY={KEY}&y=2", f"/agents?access_token={KEY}&token={KEY}"]
+    for target in targets:
+        assert httpx.get(f"{url}{target}").status_code == 401
+    assert httpx.get(f"{url}/agents/bot%00%1b[31m/threads?q=%00").status_code in (401, 404)
+    process.terminate()
+    process.wait(timeout=15)
+    (log,) = tmp_path.glob("chatgate-*.log")
+    text = log.read_text()
+    access = [line for line in text.splitlines() if "GET /agents" in line]
+    assert len(access) == 4, text
+    assert KEY not in text
+    assert "GET /agents?key=[redacted]" in access[0]
+    assert "x=1&API_KEY=[redacted]&y=2" in access[1]
+    assert "access_token=[redacted]&token=[redacted]" in access[2]
+    assert not any(char in text for char in "\x00\x1b\x7f")
+
+
+def test_the_redact_filter_escapes_control_characters_and_userinfo() -> None:
+    assert (
+        redact_url("https://alice:pw@example.test/x?Key=s&k=v")
+        == "https://[redacted]@example.test/x?Key=[redacted]&k=v"
+    )
+    assert redact_url("/a\x00b\nc") == "/a\\x00b\\nc"
+    record = logging.LogRecord(
+        "chatgate.server", logging.WARNING, __file__, 1, "thread %s: %r", ("nul\x00id\x1b", 1), None
+    )
+    assert RedactFilter().filter(record)
+    assert record.getMessage() == "thread nul\\x00id\\x1b: 1"
+    multi = logging.LogRecord("chatgate.config", logging.ERROR, __file__, 1, "problems:\n  a\n  b", (), None)
+    RedactFilter().filter(multi)
+    assert multi.getMessage() == "problems:\n  a\n  b"  # line breaks chatgate writes itself stay

@@ -6,9 +6,8 @@ import pytest
 
 from chatgate.adapters.ag_ui import protocol as ag_ui
 from chatgate.adapters.vercel_ai import protocol as vercel_ai
-from chatgate.errors import RequestError
 from chatgate.history import AssistantMessage, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
-from chatgate.run_input import RunInput
+from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.store import StoredMessage
 from chatgate.threads.plan import plan_turn
 
@@ -45,12 +44,12 @@ def test_only_answers_to_pending_frontend_calls_and_new_user_messages_are_kept()
         ("UserMessage", "u2"),
     ]
     assert [m.id for m in plan.history[:2]] == ["u1", "a1"]  # the ids clients know
-    assert not plan.hydrate and not plan.behind
+    assert plan.action == "run" and not plan.behind
 
 
 def test_agui_with_nothing_new_is_a_hydrate() -> None:
     plan = plan_turn(STORED, RunInput(()), protocol=ag_ui.threads, server_tools=())
-    assert plan.hydrate and plan.behind and plan.history[0].id == "u1"
+    assert plan.action == "hydrate" and plan.behind and plan.history[0].id == "u1"
 
 
 def test_usechat_takes_only_its_last_message_as_new() -> None:
@@ -60,11 +59,59 @@ def test_usechat_takes_only_its_last_message_as_new() -> None:
 
 
 def test_usechat_with_nothing_to_answer_is_refused() -> None:
-    with pytest.raises(RequestError) as refused:
-        plan_turn(STORED, RunInput((_user("u1", "hello"),)), protocol=vercel_ai.threads, server_tools={"add", "pick"})
-    assert refused.value.code == "nothing_to_answer"
+    plan = plan_turn(
+        STORED, RunInput((_user("u1", "hello"),)), protocol=vercel_ai.threads, server_tools={"add", "pick"}
+    )
+    assert plan.action == "refuse"
 
 
 def test_regenerate_drops_the_last_answer() -> None:
     plan = plan_turn(STORED, RunInput((), regenerate=True), protocol=vercel_ai.threads, server_tools=())
     assert plan.drop_from_seq == 1 and [m.id for m in plan.history] == ["u1"]
+
+
+ANSWERED = [
+    *STORED,
+    StoredMessage("t2", None, 2, ToolMessage("c2", "5", id="t2"), "complete"),
+    StoredMessage("t1", None, 3, ToolMessage("c1", "red", id="t1"), "complete"),
+    StoredMessage("a2", None, 4, AssistantMessage((TextPart("done"),), id="a2"), "complete"),
+]
+APPROVAL = ApprovalResponse("apr_token", True, tool_call_id="c2")
+
+
+def test_an_approval_of_a_pending_server_call_is_new() -> None:
+    plan = plan_turn(STORED, RunInput((), approvals=(APPROVAL,)), protocol=vercel_ai.threads, server_tools={"add"})
+    assert plan.action == "run" and plan.approvals == (APPROVAL,) and not plan.append
+
+
+@pytest.mark.parametrize(("protocol", "action"), [("vercel-ai", "refuse"), ("ag-ui", "hydrate")])
+def test_an_approval_of_an_answered_call_is_a_replay(protocol: str, action: str) -> None:
+    threads = {"vercel-ai": vercel_ai.threads, "ag-ui": ag_ui.threads}[protocol]
+    plan = plan_turn(ANSWERED, RunInput((), approvals=(APPROVAL,)), protocol=threads, server_tools={"add"})
+    assert plan.action == action and not plan.approvals
+
+
+def test_an_agui_approval_names_its_call_by_its_token() -> None:
+    unnamed = ApprovalResponse("apr_token", True)
+
+    def approves(approval: ApprovalResponse, call: ToolCallPart) -> bool:
+        return approval.approval_id == "apr_token" and call.tool_call_id == "c2"
+
+    run_input = RunInput((), approvals=(unnamed,))
+    pending = plan_turn(STORED, run_input, protocol=ag_ui.threads, server_tools={"add"}, approves=approves)
+    assert pending.action == "run" and pending.approvals == (APPROVAL,)
+    answered = plan_turn(ANSWERED, run_input, protocol=ag_ui.threads, server_tools={"add"}, approves=approves)
+    assert answered.action == "hydrate" and not answered.approvals
+
+
+def test_while_a_run_holds_the_thread_a_replay_follows_it() -> None:
+    for run_input in (RunInput((), approvals=(APPROVAL,)), RunInput((_user("u1", "hello"),))):
+        for protocol in ("vercel-ai", "ag-ui"):
+            plan = plan_turn(STORED, run_input, protocol=protocol, server_tools={"add"}, running=True)
+            assert plan.action == "follow"
+
+
+def test_a_settled_approval_beside_a_new_message_adds_only_the_message() -> None:
+    run_input = RunInput((_user("u1", "hello"), _user("u2", "next")), approvals=(APPROVAL,))
+    plan = plan_turn(ANSWERED, run_input, protocol=vercel_ai.threads, server_tools={"add"})
+    assert plan.action == "run" and not plan.approvals and [n.client_id for n in plan.append] == ["u2"]

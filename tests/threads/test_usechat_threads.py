@@ -123,6 +123,7 @@ def test_two_racing_requests_on_one_thread_exactly_one_is_busy(serve: Serve, sto
 def test_a_thread_id_is_required_and_bounded(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
     message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
-    for thread_id in ("", "x" * 201):
-        response = httpx.post(f"{url}/agents/bot/chat", json={"id": thread_id, "message": message})
-        assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_thread_id")
+    response = httpx.post(f"{url}/agents/bot/chat", json={"id": "", "message": message})
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_thread_id")
+    response = httpx.post(f"{url}/agents/bot/chat", json={"id": "x" * 201, "message": message})
+    assert (response.status_code, response.json()["error"]["details"][0]["field"]) == (422, "id")
