@@ -20,6 +20,7 @@ from pathlib import Path
 
 from chatgate.agents import Agent, prompt_template
 from chatgate.approval_ledger_store import StoreApprovalLedger
+from chatgate.approvals import approval_scope
 from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
@@ -113,7 +114,12 @@ async def open_thread_turn(
     model_input = replace(run_input, messages=(*client_system, *plan.history))
     recorder = TurnRecorder(plan.message_id if protocol.name == "vercel-ai" and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.
-    model_agent = replace(model_agent, approval_ledger=StoreApprovalLedger(store, thread))
+    # Its approvals are this owner's on this thread: signed so, and claimed in this thread's rows.
+    model_agent = replace(
+        model_agent,
+        approval_ledger=StoreApprovalLedger(store, thread),
+        approval_scope=approval_scope(agent.name, caller.owner, thread.key),
+    )
     encode_input = replace(
         run_input,
         continue_message_id=plan.message_id,
