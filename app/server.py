@@ -229,20 +229,21 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     runs=request.app.state.thread_runs,
                     metrics=metrics,
                 )
-                frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
+                frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
             else:
                 # Approvals issued to this key (and end user) are answerable by it alone.
                 owned = agent
                 if caller.owner:
                     owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
                 events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics)
-                frames, joined = protocol.encode(run_input, agent.config, events), False
+                frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
                 frames,
                 protocol.headers(agent.config),
                 keepalive=settings.keepalive_seconds,
                 meter=metrics.stream(protocol.name, agent.name, started),
                 joined=joined,
+                run=run,
             )
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]

@@ -46,9 +46,14 @@ MAX_THREAD_ID = 200
 
 @dataclass(frozen=True, slots=True)
 class ThreadTurn:
-    """What the server streams: the protocol's frames for this request."""
+    """What the server streams: the protocol's frames for this request, and the run they follow, if any.
+
+    The run goes on when its request's client hangs up (``finish_on_disconnect``): whoever limits
+    concurrent streams holds the caller's slot until ``run`` ends, not just the stream.
+    """
 
     frames: AsyncGenerator[bytes, None]
+    run: asyncio.Task[None] | None = None
 
 
 async def open_thread_turn(
@@ -144,7 +149,7 @@ async def open_thread_turn(
     )
     runs.add(run)
     run.task.add_done_callback(lambda _: runs.discard(run))
-    return ThreadTurn(run.follow(run_log.follow(log_id)))
+    return ThreadTurn(run.follow(run_log.follow(log_id)), run.task)
 
 
 def thread_agent(agent: Agent, system: SystemState, base_dir: Path) -> Agent:
