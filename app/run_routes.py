@@ -32,6 +32,7 @@ from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.sse import EventStreamResponse
 from chatgate.store import ThreadStore
 from chatgate.thread_routes import caller_thread, thread_context
+from chatgate.thread_stop import request_stop
 
 __all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
 
@@ -96,10 +97,6 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         agent, store, caller = thread_context(request)
         thread = await caller_thread(store, agent, caller, request.path_params["thread_id"])
         run_log: RunLog = request.app.state.run_log
-        stopped = False
-        if thread.active_run is not None:
-            for name in names:
-                stopped = await run_log.request_stop(run_log_id(thread.active_run, name)) or stopped
-        return JSONResponse({"stopped": stopped})
+        return JSONResponse({"stopped": await request_stop(run_log, thread, names)})
 
     return [Route("/agents/{agent}/threads/{thread_id}/stop", stop, methods=["POST"])]
