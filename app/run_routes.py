@@ -80,7 +80,9 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
             )
 
         try:
-            return await hold_stream_slot(request, follow)  # type: ignore[return-value]
+            # Following a run this process runs for the same key costs no second slot.
+            run = next((r.task for r in request.app.state.thread_runs if r.run_id == thread.active_run), None)
+            return await hold_stream_slot(request, follow, follows=run)  # type: ignore[return-value]
         except BaseException:
             await frames.aclose()  # refused a slot: stop following the run now, not when collected
             raise
