@@ -3,10 +3,11 @@
 A run is a loop of model calls ("steps"). After a call that ends in tool calls:
 
 - server tools run here and their results go back to the model in the next step;
-- a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a token
-  signed over the agent and the exact call); the next request's approval runs it or reports it denied,
-  once: the approval is claimed in the app's ledger first (app/approval_ledger.py), and a replay gets
-  the first outcome, or is told it is already being answered, without the tool running again;
+- a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a unique
+  token signed over the agent, its scope (owner and thread) and the exact call); the next request's
+  approval runs it or reports it denied, once: the approval is claimed in the app's ledger first
+  (app/approval_ledger.py), and a replay gets the first outcome, or is told it is already being
+  answered, without the tool running again;
 - a tool the frontend runs ends the run, and the client's next request carries the result.
 
 Only calls the server itself saw the model make in this run, or that carry a valid approval token, are
@@ -208,7 +209,9 @@ async def run_agent(
                     paused = True  # the frontend runs this one; its result comes with the next request
                 elif tool.requires_approval:
                     paused = True
-                    token = agent.approvals.token(agent.name, call.tool_call_id, call.name, call.arguments)
+                    token = agent.approvals.token(
+                        agent.name, call.tool_call_id, call.name, call.arguments, scope=agent.approval_scope
+                    )
                     yield ToolApprovalRequested(call.tool_call_id, call.name, token)
                 else:
                     result = await _call(agent, call)
@@ -278,7 +281,9 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
     for approval in run_input.approvals:
         if approval.tool_call_id not in (None, call.tool_call_id):
             continue
-        if agent.approvals.verify(approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments):
+        if agent.approvals.verify(
+            approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments, scope=agent.approval_scope
+        ):
             return approval
         if approval.tool_call_id == call.tool_call_id:
             logger.warning("agent %r: refused a forged approval for tool call %r", agent.name, call.tool_call_id)
@@ -288,7 +293,7 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
 async def _answer(agent: Agent, call: ToolCallPart, approval: ApprovalResponse) -> ApprovalOutcome:
     """Claim the approval, then run the tool (or deny it), then record the outcome; or the first outcome."""
     try:
-        claim = await agent.approval_ledger.claim(approval.approval_id)
+        claim = await agent.approval_ledger.claim(approval.approval_id, scope=agent.approval_scope)
     except ApprovalLedgerError as exc:
         logger.error(
             "agent %r: approval ledger unavailable, tool call %r not run: %s", agent.name, call.tool_call_id, exc

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
 from chatgate.agents import AgentRegistry
 from chatgate.approval_setup import app_approvals
+from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
 from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
@@ -263,16 +265,21 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     runs=request.app.state.thread_runs,
                     metrics=metrics,
                 )
-                frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
+                frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
             else:
-                events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
-                frames, joined = protocol.encode(run_input, agent.config, events), False
+                # Approvals issued to this key (and end user) are answerable by it alone.
+                owned = agent
+                if caller.owner:
+                    owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
+                events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics)
+                frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
                 frames,
                 protocol.headers(agent.config),
                 keepalive=settings.keepalive_seconds,
                 meter=metrics.stream(protocol.name, agent.name, started),
                 joined=joined,
+                run=run,
             )
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]

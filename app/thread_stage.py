@@ -26,6 +26,7 @@ from pathlib import Path
 
 from chatgate.agents import Agent, prompt_template
 from chatgate.approval_ledger_store import StoreApprovalLedger
+from chatgate.approvals import approval_scope
 from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
@@ -53,9 +54,14 @@ MAX_THREAD_ID = MAX_ID_LENGTH
 
 @dataclass(frozen=True, slots=True)
 class ThreadTurn:
-    """What the server streams: the protocol's frames for this request."""
+    """What the server streams: the protocol's frames for this request, and the run they follow, if any.
+
+    The run goes on when its request's client hangs up (``finish_on_disconnect``): whoever limits
+    concurrent streams holds the caller's slot until ``run`` ends, not just the stream.
+    """
 
     frames: AsyncGenerator[bytes, None]
+    run: asyncio.Task[None] | None = None
 
 
 async def open_thread_turn(
@@ -149,7 +155,12 @@ async def open_thread_turn(
     model_input = replace(run_input, messages=(*client_system, *plan.history), approvals=plan.approvals)
     recorder = TurnRecorder(plan.message_id if protocol.name == "vercel-ai" and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.
-    model_agent = replace(model_agent, approval_ledger=StoreApprovalLedger(store, thread))
+    # Its approvals are this owner's on this thread: signed so, and claimed in this thread's rows.
+    model_agent = replace(
+        model_agent,
+        approval_ledger=StoreApprovalLedger(store, thread),
+        approval_scope=approval_scope(agent.name, caller.owner, thread.key),
+    )
     encode_input = replace(
         run_input,
         continue_message_id=plan.message_id,
@@ -168,7 +179,7 @@ async def open_thread_turn(
     )
     runs.add(run)
     run.task.add_done_callback(lambda _: runs.discard(run))
-    return ThreadTurn(run.follow(run_log.follow(log_id)))
+    return ThreadTurn(run.follow(run_log.follow(log_id)), run.task)
 
 
 async def _follow(
