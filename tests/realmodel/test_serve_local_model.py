@@ -1,0 +1,59 @@
+"""``./scripts/serve.sh --local-model``: one command serves chatgate on a real model, and stops both.
+
+It uses the same cached llama-server and model as the other realmodel tests, starts llama-server on
+``LLAMA_PORT`` and chatgate with docs/examples/local-model.toml, and a SIGTERM to the script stops both.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.providers.test_ui_clients import ag_ui
+from tests.realmodel.llama import ROOT, install_llama_server
+from tests.servers import _free_port as free_port
+
+pytestmark = pytest.mark.realmodel
+
+
+def _listening(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path: Path) -> None:
+    install_llama_server()  # the build is the install script's business, not this test's
+    llama_port, port = free_port(), free_port()
+    env = {**os.environ, "LLAMA_PORT": str(llama_port), "TMPDIR": str(tmp_path)}
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        script = subprocess.Popen(
+            ["bash", str(ROOT / "scripts/serve.sh"), "--local-model", "--port", str(port)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(f"{url}/healthz"):
+            assert script.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "serve.sh --local-model did not serve within 60 s"
+            time.sleep(0.2)
+        agents = httpx.get(f"{url}/agents").json()["agents"]
+        assert "*base* model" in agents[0]["description"]  # honest about the babble
+        result = ag_ui(url, [{"id": "u1", "role": "user", "content": "Hello"}])
+        types = [event["type"] for event in result["events"]]
+        assert "TEXT_MESSAGE_CONTENT" in types and types[-1] == "RUN_FINISHED"
+    finally:
+        script.terminate()
+        script.wait(timeout=30)
+    assert not _listening(f"{url}/healthz")
+    assert not _listening(f"http://127.0.0.1:{llama_port}/health")
