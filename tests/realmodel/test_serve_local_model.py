@@ -6,6 +6,7 @@ It uses the same cached llama-server and model as the other realmodel tests, sta
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -14,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.providers.test_ui_clients import ag_ui
 from tests.realmodel.llama import ROOT, install_llama_server
 from tests.servers import _free_port as free_port
 
@@ -31,6 +31,8 @@ def _listening(url: str) -> bool:
 def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path: Path) -> None:
     install_llama_server()  # the build is the install script's business, not this test's
     llama_port, port = free_port(), free_port()
+    while port == llama_port:  # a port just freed can come back
+        port = free_port()
     env = {**os.environ, "LLAMA_PORT": str(llama_port), "TMPDIR": str(tmp_path)}
     log = tmp_path / "serve.log"
     with log.open("wb") as output:
@@ -49,9 +51,15 @@ def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path
             time.sleep(0.2)
         agents = httpx.get(f"{url}/agents").json()["agents"]
         assert "*base* model" in agents[0]["description"]  # honest about the babble
-        result = ag_ui(url, [{"id": "u1", "role": "user", "content": "Hello"}])
-        types = [event["type"] for event in result["events"]]
-        assert "TEXT_MESSAGE_CONTENT" in types and types[-1] == "RUN_FINISHED"
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "Hello"}]}
+        with httpx.stream("POST", f"{url}/ag-ui", json={**body, "tools": [], "context": []}, timeout=60) as response:
+            types = []
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    types.append(json.loads(line[6:])["type"])
+                    if types[-1] == "TEXT_MESSAGE_CONTENT":
+                        break  # the model answers: enough (the example allows 256 tokens)
+        assert types[:2] == ["RUN_STARTED", "STEP_STARTED"] and types[-1] == "TEXT_MESSAGE_CONTENT"
     finally:
         script.terminate()
         script.wait(timeout=30)
