@@ -6,6 +6,8 @@ server-held conversation needs it to store the answer. Parts keep the order in w
 
 from __future__ import annotations
 
+from pydantic_core import from_json
+
 from chatgate.events import (
     ReasoningDelta,
     ReasoningEnd,
@@ -19,7 +21,20 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, AssistantPart, ReasoningPart, TextPart, ToolCallPart
 
-__all__ = ["MessageAssembler"]
+__all__ = ["MessageAssembler", "complete_arguments"]
+
+
+def complete_arguments(arguments: str) -> bool:
+    """Whether a finished tool call's arguments are whole: a JSON object (or nothing, meaning ``{}``).
+
+    Anything else means the model was cut off mid-call (``max_tokens``), and the call must not run.
+    """
+    if not arguments:
+        return True
+    try:
+        return isinstance(from_json(arguments), dict)
+    except ValueError:
+        return False
 
 
 class MessageAssembler:

@@ -10,6 +10,11 @@ A run is a loop of model calls ("steps"). After a call that ends in tool calls:
   answered, without the tool running again;
 - a tool the frontend runs ends the run, and the client's next request carries the result.
 
+Every call a step completes gets its outcome whatever the step's finish reason (a model can make a
+call and then run into ``max_tokens``): server tools run, then the run ends with that reason unless it
+was ``tool_calls``. A call whose arguments were cut off (not a JSON object) never runs and is never
+handed to anyone: it ends as an error result (``CUT_OFF``) the client and, next time, the model see.
+
 Only calls the server itself saw the model make in this run, or that carry a valid approval token, are
 ever executed: a tool call in client-sent history is never run on the client's word.
 """
@@ -24,7 +29,7 @@ from dataclasses import replace
 
 from chatgate.agents import Agent
 from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
-from chatgate.assembly import MessageAssembler
+from chatgate.assembly import MessageAssembler, complete_arguments
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -38,6 +43,7 @@ from chatgate.events import (
     TextEnd,
     TextStart,
     ToolApprovalRequested,
+    ToolCallEnd,
     ToolDenied,
     ToolResult,
     Usage,
@@ -53,6 +59,7 @@ from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 __all__ = [
     "ALREADY_ANSWERING",
     "APPROVALS_UNAVAILABLE",
+    "CUT_OFF",
     "NOT_RUN",
     "SHUTTING_DOWN",
     "build_model_request",
@@ -66,6 +73,7 @@ NOT_RUN = "This tool call was not run: the server has no record of making it."
 SHUTTING_DOWN = "The server is restarting; please try again."
 ALREADY_ANSWERING = "This approval is already being answered by another request; the tool was not run again."
 APPROVALS_UNAVAILABLE = "Approvals cannot be checked right now; please try again."
+CUT_OFF = "This tool call was not run: its arguments were cut off before they were complete."
 
 # Tool runs for a claimed approval, kept referenced until they have recorded their outcome.
 _answering: set[asyncio.Task[ApprovalOutcome]] = set()
@@ -164,6 +172,7 @@ async def run_agent(
             meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
             first_event_at: float | None = None
             usage: Usage | None = None
+            cut_off: list[str] = []  # calls whose arguments are not a JSON object
             failure: BaseException | None = None
             stream = agent.provider.stream(replace(request, messages=tuple(history)))
             try:
@@ -177,6 +186,8 @@ async def run_agent(
                         continue
                     if type(event) is Usage:
                         usage = event
+                    elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
+                        cut_off.append(event.tool_call_id)
                     if assembler is not None:
                         assembler.feed(event)
                     yield event
@@ -196,16 +207,25 @@ async def run_agent(
                     "the model stream ended without finishing", public_message="The model stream ended early."
                 )
             yield StepFinished(name, reason)
-            if reason != "tool_calls" or assembler is None:
+            if assembler is None:  # no server tools: calls are the client's, except those cut off
+                for call_id in cut_off:
+                    yield ToolResult(call_id, CUT_OFF, is_error=True)
+                yield RunFinished(reason)
+                return
+            message = assembler.message()
+            if reason != "tool_calls" and not message.tool_calls:
                 yield RunFinished(reason)
                 return
 
-            message = assembler.message()
             history.append(message)
             paused = False
             for call in message.tool_calls:
                 tool = agent.server_tools.get(call.name)
-                if tool is None:
+                if call.tool_call_id in cut_off:
+                    result = ToolResult(call.tool_call_id, CUT_OFF, is_error=True)
+                    history.append(tool_message(result))
+                    yield result
+                elif tool is None:
                     paused = True  # the frontend runs this one; its result comes with the next request
                 elif tool.requires_approval:
                     paused = True
@@ -217,8 +237,8 @@ async def run_agent(
                     result = await _call(agent, call)
                     history.append(tool_message(result))
                     yield result
-            if paused:
-                yield RunFinished("tool_calls")
+            if paused or reason != "tool_calls":  # only a step ended for its tool calls goes on
+                yield RunFinished(reason)
                 return
 
         logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from chatgate.assembly import complete_arguments
 from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
 from chatgate.errors import ProviderError
 from chatgate.events import (
@@ -269,11 +270,9 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
 
 
 def _tool_call(part: ToolCallPart) -> dict[str, Any]:
-    return {
-        "id": part.tool_call_id,
-        "type": "function",
-        "function": {"name": part.name, "arguments": part.arguments or "{}"},
-    }
+    # A call cut off mid-arguments goes back as {} (its result says so): servers parse the arguments.
+    arguments = part.arguments if part.arguments and complete_arguments(part.arguments) else "{}"
+    return {"id": part.tool_call_id, "type": "function", "function": {"name": part.name, "arguments": arguments}}
 
 
 def _tool_result(message: ToolMessage) -> dict[str, Any]:
