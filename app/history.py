@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
+from pydantic_core import from_json
+
 __all__ = [
     "AssistantMessage",
     "AssistantPart",
@@ -24,6 +26,7 @@ __all__ = [
     "ToolMessage",
     "UserMessage",
     "UserPart",
+    "complete_arguments",
     "system_text",
 ]
 
@@ -128,3 +131,16 @@ def system_text(messages: tuple[Message, ...] | list[Message]) -> str | None:
     """The text of every system message in ``messages`` joined by blank lines, or None if there is none."""
     texts = [message.content for message in messages if isinstance(message, SystemMessage)]
     return "\n\n".join(texts) if texts else None
+
+
+def complete_arguments(arguments: str) -> bool:
+    """Whether a finished tool call's arguments are whole: a JSON object (or nothing, meaning ``{}``).
+
+    Anything else means the model was cut off mid-call (``max_tokens``), and the call must not run.
+    """
+    if not arguments:
+        return True
+    try:
+        return isinstance(from_json(arguments), dict)
+    except ValueError:
+        return False

@@ -66,7 +66,7 @@ MASKED_ERROR = "An error occurred."
 """The error text for failures whose message is not known to be safe for a client."""
 
 CUT_OFF = "The tool call was cut off."
-INVALID_ARGUMENTS = "The model's tool arguments were not valid JSON."
+INVALID_ARGUMENTS = "The model's tool arguments were cut off: they are not a complete JSON object."
 NO_APPROVALS = "This tool call needs a human's approval, which this client (AI SDK 5) cannot give."
 
 _DONE = b"data: [DONE]\n\n"
@@ -220,9 +220,10 @@ class _MessageStream:
         try:
             tool_input = from_json(event.arguments or "{}")
         except ValueError:
-            return _tool_error(event.tool_call_id, INVALID_ARGUMENTS)
-        if tool_input is None:  # never send null
-            tool_input = {}
+            tool_input = None
+        if not isinstance(tool_input, dict):  # cut off: the runner answers it with an error result
+            error = {"type": "tool-input-error", "toolCallId": event.tool_call_id, "toolName": name}
+            return sse_frame({**error, "input": event.arguments, "errorText": INVALID_ARGUMENTS})
         chunk: dict[str, Any] = {
             "type": "tool-input-available",
             "toolCallId": event.tool_call_id,

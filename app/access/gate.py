@@ -124,17 +124,26 @@ def resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> 
     return agent
 
 
-async def hold_stream_slot(request: Request, start: Callable[[], Awaitable[ASGIApp]]) -> ASGIApp:
+async def hold_stream_slot(
+    request: Request, start: Callable[[], Awaitable[ASGIApp]], *, follows: asyncio.Future[Any] | None = None
+) -> ASGIApp:
     """The response ``start`` makes, holding one of the caller's stream slots until it ends.
 
     The slot is taken before ``start`` runs, so a stream refused for ``max_concurrent_streams`` (429)
     commits nothing and calls no model; if ``start`` refuses instead, the slot is given back. Once
-    held, it is released when the response ends, whether it finished, failed or the client went away.
+    held, it is released when the response ends, whether it finished, failed or the client went away;
+    a response that follows a detached run (its ``run`` task: a stored thread's run goes on after a
+    hang-up) keeps the slot until that run ends too, so hanging up never frees a slot while the model
+    is still being called. A stream that ``follows`` such a run (a resume) once the run outlived its
+    own stream, holding one of the same key's slots in this process, rides on that slot: following its
+    own run after a hang-up costs a key no second slot.
     """
     state = request.app.state
     access = _access(state)
     key = access.ring(state.agents.config).key(caller_of(request).key_id)
     if key is None or key.max_concurrent_streams is None:
+        return await start()
+    if follows is not None and _runs_holding.get(follows) == key.id:
         return await start()
     try:
         slot = await access.limits(state).open_stream(key.id, key.max_concurrent_streams)
@@ -146,7 +155,7 @@ async def hold_stream_slot(request: Request, start: Callable[[], Awaitable[ASGIA
     except BaseException:
         await _release(slot)
         raise
-    return _Holding(response, slot)
+    return _Holding(response, slot, key.id)
 
 
 async def _release(slot: StreamSlot) -> None:
@@ -163,18 +172,22 @@ _RELEASE_SECONDS = 5.0
 
 
 class _Holding:
-    """An ASGI response that holds a stream slot while it runs."""
+    """An ASGI response that holds a stream slot while it runs, and while the run it follows goes on."""
 
-    def __init__(self, response: ASGIApp, slot: StreamSlot) -> None:
+    def __init__(self, response: ASGIApp, slot: StreamSlot, key_id: str) -> None:
         self._response = response
         self._slot = slot
+        run = getattr(response, "run", None)
+        self._run: asyncio.Future[Any] | None = run if isinstance(run, asyncio.Future) else None
+        self._key_id = key_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._slot.expires:  # an in-process slot: released without awaiting anything
             try:
                 await self._response(scope, receive, send)
             finally:
-                await self._slot.release()
+                if not self._release_after_run(None):
+                    await self._slot.release()
             return
         # A plain task, not an anyio task group: holding a slot costs about 20 µs instead of 75
         # (docs/performance.md). ``keep`` logs its own failures and never ends by itself.
@@ -182,5 +195,35 @@ class _Holding:
         try:
             await self._response(scope, receive, send)
         finally:
+            if not self._release_after_run(keeper):
+                keeper.cancel()
+                await _release(self._slot)
+
+    def _release_after_run(self, keeper: asyncio.Task[None] | None) -> bool:
+        """If the run still goes on, leave the slot (and its keeper) to a task that waits for it; else False."""
+        run = self._run
+        if run is None or run.done():
+            return False
+        _runs_holding[run] = self._key_id
+        task = asyncio.get_running_loop().create_task(_release_when_done(run, self._slot, keeper))
+        _outliving.add(task)
+        task.add_done_callback(_outliving.discard)
+        return True
+
+
+async def _release_when_done(run: asyncio.Future[Any], slot: StreamSlot, keeper: asyncio.Task[None] | None) -> None:
+    """Hold ``slot`` until ``run`` ends (without ever cancelling it), then give the slot back."""
+    try:
+        await asyncio.wait([run])
+    finally:
+        _runs_holding.pop(run, None)
+        if keeper is not None:
             keeper.cancel()
-            await _release(self._slot)
+        await _release(slot)
+
+
+# Slots held for runs that outlived their stream, kept referenced until the run ends.
+_outliving: set[asyncio.Task[None]] = set()
+
+# The runs that outlived their stream holding a slot in this process, and whose key's slot it is.
+_runs_holding: dict[asyncio.Future[Any], str] = {}

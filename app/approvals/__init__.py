@@ -17,7 +17,7 @@ from chatgate.approvals.ledger import (
 )
 from chatgate.approvals.setup import AppApprovals, app_approvals
 from chatgate.approvals.store import StoreApprovalLedger
-from chatgate.approvals.tokens import ApprovalSigner, new_secret
+from chatgate.approvals.tokens import ApprovalSigner, approval_scope, new_secret
 
 __all__ = [
     "AppApprovals",
@@ -31,5 +31,6 @@ __all__ = [
     "Settled",
     "StoreApprovalLedger",
     "app_approvals",
+    "approval_scope",
     "new_secret",
 ]

@@ -2,10 +2,15 @@
 
 Answering an approval is claim, then run, then record::
 
-    claim = await ledger.claim(token)
+    claim = await ledger.claim(token, scope=scope)
     Claimed   -> this request alone runs the tool (or reports it denied), then ledger.record(claim, outcome)
     Pending   -> another request holds the claim and is answering it now: the tool is not run again
     Settled   -> answered before: claim.outcome is the first outcome, given again without running anything
+
+Every entry belongs to one scope (``chatgate.approvals.approval_scope``: the agent, the owner and the
+stored thread it was issued for), and the same token claimed in another scope is another entry: one
+scope's outcome is never given to another. (The token is signed over its scope as well, so the runner
+refuses a foreign approval before it reaches the ledger; the ledger's scoping is the second wall.)
 
 A claim is atomic, so of any number of requests sending the same approval at once exactly one gets
 ``Claimed``. An entry lives for one token lifetime (plus a clock-skew allowance) after its claim, by which
@@ -59,6 +64,7 @@ class Claimed:
 
     approval_id: str
     ticket: str
+    scope: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +89,8 @@ class ApprovalLedgerError(ChatgateError):
 class ApprovalLedger(Protocol):
     """Where answered approvals are kept; ``approval_id`` is always a verified, canonical token."""
 
-    async def claim(self, approval_id: str) -> Claim:
-        """Claim ``approval_id`` atomically, or say who has it; raises ``ApprovalLedgerError``."""
+    async def claim(self, approval_id: str, *, scope: str) -> Claim:
+        """Claim ``approval_id`` in ``scope`` atomically, or say who has it; raises ``ApprovalLedgerError``."""
         ...
 
     async def record(self, claim: Claimed, outcome: ApprovalOutcome) -> None:
@@ -126,31 +132,31 @@ class MemoryApprovalLedger:
     def __init__(self, *, ttl: float = ENTRY_TTL, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = ttl
         self._clock = clock
-        self._entries: dict[str, tuple[float, str, ApprovalOutcome | None]] = {}
+        self._entries: dict[tuple[str, str], tuple[float, str, ApprovalOutcome | None]] = {}
         self._tickets = 0
 
-    async def claim(self, approval_id: str) -> Claim:
-        """Claim ``approval_id``, or return the claim or outcome already held for it."""
+    async def claim(self, approval_id: str, *, scope: str) -> Claim:
+        """Claim ``approval_id`` in ``scope``, or return the claim or outcome already held for it there."""
         now = self._clock()
         self._forget_expired(now)
-        entry = self._entries.get(approval_id)
+        entry = self._entries.get((scope, approval_id))
         if entry is not None:
             outcome = entry[2]
             return Pending() if outcome is None else Settled(outcome)
         self._tickets += 1
         ticket = str(self._tickets)
-        self._entries[approval_id] = (now + self._ttl, ticket, None)
-        return Claimed(approval_id, ticket)
+        self._entries[scope, approval_id] = (now + self._ttl, ticket, None)
+        return Claimed(approval_id, ticket, scope)
 
     async def record(self, claim: Claimed, outcome: ApprovalOutcome) -> None:
         """Store the outcome, keeping the entry's place (and expiry); a claim that expired is dropped."""
-        entry = self._entries.get(claim.approval_id)
+        entry = self._entries.get((claim.scope, claim.approval_id))
         if entry is not None and entry[1] == claim.ticket:
-            self._entries[claim.approval_id] = (entry[0], entry[1], outcome)
+            self._entries[claim.scope, claim.approval_id] = (entry[0], entry[1], outcome)
 
     def _forget_expired(self, now: float) -> None:
         while self._entries:
-            approval_id, (expires, _, _) = next(iter(self._entries.items()))
+            key, (expires, _, _) = next(iter(self._entries.items()))
             if expires >= now:
                 return
-            del self._entries[approval_id]
+            del self._entries[key]

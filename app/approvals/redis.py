@@ -1,6 +1,7 @@
 """The approval ledger in Redis, shared by every process that uses the same ``[server] redis_url``.
 
-One key per approval, ``chatgate:approval:<token>``. A claim is ``SET key pending:<ticket> NX PX ttl``
+One key per approval and scope, ``chatgate:approval:<sha256 of the scope, hex>:<token>`` (hashed, so an
+owner's name of any length or content makes a key of fixed shape). A claim is ``SET key pending:<ticket> NX PX ttl``
 (one script, so that a request that loses the race reads the winner's value atomically); recording is
 a script that replaces the value only while it still holds this claimer's ticket, keeping the expiry.
 Redis that does not answer is an ``ApprovalLedgerError``: the approval is then not acted on (closed).
@@ -8,6 +9,7 @@ Redis that does not answer is an ``ApprovalLedgerError``: the approval is then n
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import Any
 
@@ -57,15 +59,15 @@ class RedisApprovalLedger:
         self._claim: Any = client.register_script(_CLAIM)
         self._record: Any = client.register_script(_RECORD)
 
-    async def claim(self, approval_id: str) -> Claim:
-        """Claim ``approval_id`` with SET NX, or return the claim or outcome already held for it."""
+    async def claim(self, approval_id: str, *, scope: str) -> Claim:
+        """Claim ``approval_id`` in ``scope`` with SET NX, or return the claim or outcome already held there."""
         ticket = secrets.token_urlsafe(12)
         try:
-            existing = await self._claim(keys=[KEY_PREFIX + approval_id], args=[_PENDING + ticket, self._ttl_ms])
+            existing = await self._claim(keys=[_key(scope, approval_id)], args=[_PENDING + ticket, self._ttl_ms])
         except RedisError as exc:
             raise ApprovalLedgerError(f"redis: {exc}") from exc
         if existing is None:
-            return Claimed(approval_id, ticket)
+            return Claimed(approval_id, ticket, scope)
         text = existing.decode() if isinstance(existing, bytes) else str(existing)
         if text.startswith(_PENDING):
             return Pending()
@@ -78,7 +80,12 @@ class RedisApprovalLedger:
         """Replace this request's pending claim with the outcome."""
         try:
             await self._record(
-                keys=[KEY_PREFIX + claim.approval_id], args=[_PENDING + claim.ticket, outcome_to_json(outcome)]
+                keys=[_key(claim.scope, claim.approval_id)], args=[_PENDING + claim.ticket, outcome_to_json(outcome)]
             )
         except RedisError as exc:
             raise ApprovalLedgerError(f"redis: {exc}") from exc
+
+
+def _key(scope: str, approval_id: str) -> str:
+    """The Redis key of ``approval_id``'s entry in ``scope``."""
+    return f"{KEY_PREFIX}{hashlib.sha256(scope.encode('utf-8', 'surrogatepass')).hexdigest()}:{approval_id}"

@@ -1,8 +1,10 @@
 """The approval ledger of a server-held thread: its claims live in the conversation store.
 
 A thread's approvals are answered where its history is: in the store's ``approvals`` table, whose
-primary key makes a claim atomic across every replica sharing the database. The claim is the insert;
-the outcome is written when the tool has run; a replay reads it back.
+primary key, the thread's key and the token, makes a claim atomic across every replica sharing the
+database. The claim is the insert; the outcome is written when the tool has run; a replay reads it
+back. The thread's key stands for the whole scope: a thread belongs to one owner on one agent, so
+another key's, user's, agent's or thread's approval is another row, and never reads this one.
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ class StoreApprovalLedger:
         self._store = store
         self._thread = thread
 
-    async def claim(self, approval_id: str) -> Claim:
-        """Claim by inserting the approval's row; the first insert wins."""
+    async def claim(self, approval_id: str, *, scope: str) -> Claim:
+        """Claim by inserting the approval's row in this thread; the first insert wins."""
         if await self._store.claim_approval(approval_id, self._thread):
-            return Claimed(approval_id, ticket=self._thread.id)
-        outcome = await self._store.settled_approval(approval_id)
+            return Claimed(approval_id, ticket=self._thread.key, scope=scope)
+        outcome = await self._store.settled_approval(approval_id, self._thread)
         return Settled(outcome_from_json(outcome)) if outcome is not None else Pending()
 
     async def record(self, claim: Claimed, outcome: ApprovalOutcome) -> None:
         """Write the outcome beside the claim."""
-        await self._store.settle_approval(claim.approval_id, outcome_to_json(outcome))
+        await self._store.settle_approval(claim.approval_id, self._thread, outcome_to_json(outcome))

@@ -39,6 +39,7 @@ from chatgate.history import (
     ToolCallPart,
     ToolMessage,
     UserMessage,
+    complete_arguments,
 )
 from chatgate.ids import new_id
 from chatgate.providers.base import ModelRequest
@@ -271,11 +272,9 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
 
 
 def _tool_call(part: ToolCallPart) -> dict[str, Any]:
-    return {
-        "id": part.tool_call_id,
-        "type": "function",
-        "function": {"name": part.name, "arguments": part.arguments or "{}"},
-    }
+    # A call cut off mid-arguments goes back as {} (its result says so): servers parse the arguments.
+    arguments = part.arguments if part.arguments and complete_arguments(part.arguments) else "{}"
+    return {"id": part.tool_call_id, "type": "function", "function": {"name": part.name, "arguments": arguments}}
 
 
 def _tool_result(message: ToolMessage) -> dict[str, Any]:

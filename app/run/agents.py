@@ -15,6 +15,7 @@ from chatgate.approvals import (
     ApprovalOutcome,
     ApprovalSigner,
     MemoryApprovalLedger,
+    approval_scope,
     new_secret,
 )
 from chatgate.config import AgentConfig, Config
@@ -37,7 +38,10 @@ class Agent:
     ``server_tools`` run inside chatgate; ``client_tools`` are tools the frontend runs that the agent
     declares itself (useChat requests carry no tool definitions). ``approvals`` signs and checks the
     tokens of tool calls that wait for a human; ``approval_ledger`` (the app's, shared by every agent
-    and kept across reloads) makes each token run its tool at most once. ``prompt`` is the system
+    and kept across reloads) makes each token run its tool at most once. ``approval_scope`` is whose
+    approvals this run's are (``chatgate.approvals.approval_scope``): by default the agent's with no
+    owner; a request sets its caller's (and its stored thread's), so that no other key, user or thread
+    can answer them. ``prompt`` is the system
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
     working directory.
     """
@@ -51,8 +55,11 @@ class Agent:
     approvals: ApprovalSigner = field(default_factory=lambda: ApprovalSigner(new_secret()))
     approval_ledger: ApprovalLedger = field(default_factory=MemoryApprovalLedger)
     prompt: PromptTemplate | None = None
+    approval_scope: str = ""
 
     def __post_init__(self) -> None:
+        if not self.approval_scope:
+            object.__setattr__(self, "approval_scope", approval_scope(self.name, ""))
         if self.prompt is None and self.config.system_prompt is not None:
             object.__setattr__(self, "prompt", prompt_template(self.config, Path.cwd()))
 

@@ -3,11 +3,17 @@
 A run is a loop of model calls ("steps"). After a call that ends in tool calls:
 
 - server tools run here and their results go back to the model in the next step;
-- a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a token
-  signed over the agent and the exact call); the next request's approval runs it or reports it denied,
-  once: the approval is claimed in the app's ledger first (app/approvals/ledger.py), and a replay gets
-  the first outcome, or is told it is already being answered, without the tool running again;
+- a server tool marked ``requires_approval`` pauses the run with ``ToolApprovalRequested`` (a unique
+  token signed over the agent, its scope (owner and thread) and the exact call); the next request's
+  approval runs it or reports it denied, once: the approval is claimed in the app's ledger first
+  (app/approvals/ledger.py), and a replay gets the first outcome, or is told it is already being
+  answered, without the tool running again;
 - a tool the frontend runs ends the run, and the client's next request carries the result.
+
+Every call a step completes gets its outcome whatever the step's finish reason (a model can make a
+call and then run into ``max_tokens``): server tools run, then the run ends with that reason unless it
+was ``tool_calls``. A call whose arguments were cut off (not a JSON object) never runs and is never
+handed to anyone: it ends as an error result (``CUT_OFF``) the client and, next time, the model see.
 
 Only calls the server itself saw the model make in this run, or that carry a valid approval token, are
 ever executed: a tool call in client-sent history is never run on the client's word.
@@ -35,11 +41,12 @@ from chatgate.events import (
     TextEnd,
     TextStart,
     ToolApprovalRequested,
+    ToolCallEnd,
     ToolDenied,
     ToolResult,
     Usage,
 )
-from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
+from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage, complete_arguments
 from chatgate.ids import new_id
 from chatgate.providers import ModelRequest
 from chatgate.run.agents import Agent
@@ -52,6 +59,7 @@ from chatgate.telemetry import Metrics
 __all__ = [
     "ALREADY_ANSWERING",
     "APPROVALS_UNAVAILABLE",
+    "CUT_OFF",
     "NOT_RUN",
     "SHUTTING_DOWN",
     "build_model_request",
@@ -65,6 +73,7 @@ NOT_RUN = "This tool call was not run: the server has no record of making it."
 SHUTTING_DOWN = "The server is restarting; please try again."
 ALREADY_ANSWERING = "This approval is already being answered by another request; the tool was not run again."
 APPROVALS_UNAVAILABLE = "Approvals cannot be checked right now; please try again."
+CUT_OFF = "This tool call was not run: its arguments were cut off before they were complete."
 
 # Tool runs for a claimed approval, kept referenced until they have recorded their outcome.
 _answering: set[asyncio.Task[ApprovalOutcome]] = set()
@@ -163,6 +172,7 @@ async def run_agent(
             meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
             first_event_at: float | None = None
             usage: Usage | None = None
+            cut_off: list[str] = []  # calls whose arguments are not a JSON object
             failure: BaseException | None = None
             stream = agent.provider.stream(replace(request, messages=tuple(history)))
             try:
@@ -176,6 +186,8 @@ async def run_agent(
                         continue
                     if type(event) is Usage:
                         usage = event
+                    elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
+                        cut_off.append(event.tool_call_id)
                     if assembler is not None:
                         assembler.feed(event)
                     yield event
@@ -197,27 +209,38 @@ async def run_agent(
                     code="interrupted",
                 )
             yield StepFinished(name, reason)
-            if reason != "tool_calls" or assembler is None:
+            if assembler is None:  # no server tools: calls are the client's, except those cut off
+                for call_id in cut_off:
+                    yield ToolResult(call_id, CUT_OFF, is_error=True)
+                yield RunFinished(reason)
+                return
+            message = assembler.message()
+            if reason != "tool_calls" and not message.tool_calls:
                 yield RunFinished(reason)
                 return
 
-            message = assembler.message()
             history.append(message)
             paused = False
             for call in message.tool_calls:
                 tool = agent.server_tools.get(call.name)
-                if tool is None:
+                if call.tool_call_id in cut_off:
+                    result = ToolResult(call.tool_call_id, CUT_OFF, is_error=True)
+                    history.append(tool_message(result))
+                    yield result
+                elif tool is None:
                     paused = True  # the frontend runs this one; its result comes with the next request
                 elif tool.requires_approval:
                     paused = True
-                    token = agent.approvals.token(agent.name, call.tool_call_id, call.name, call.arguments)
+                    token = agent.approvals.token(
+                        agent.name, call.tool_call_id, call.name, call.arguments, scope=agent.approval_scope
+                    )
                     yield ToolApprovalRequested(call.tool_call_id, call.name, token)
                 else:
                     result = await _call(agent, call)
                     history.append(tool_message(result))
                     yield result
-            if paused:
-                yield RunFinished("tool_calls")
+            if paused or reason != "tool_calls":  # only a step ended for its tool calls goes on
+                yield RunFinished(reason)
                 return
 
         logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
@@ -280,7 +303,9 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
     for approval in run_input.approvals:
         if approval.tool_call_id not in (None, call.tool_call_id):
             continue
-        if agent.approvals.verify(approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments):
+        if agent.approvals.verify(
+            approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments, scope=agent.approval_scope
+        ):
             return approval
         if approval.tool_call_id == call.tool_call_id:
             logger.warning("agent %r: refused a forged approval for tool call %r", agent.name, call.tool_call_id)
@@ -290,7 +315,7 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
 async def _answer(agent: Agent, call: ToolCallPart, approval: ApprovalResponse) -> ApprovalOutcome:
     """Claim the approval, then run the tool (or deny it), then record the outcome; or the first outcome."""
     try:
-        claim = await agent.approval_ledger.claim(approval.approval_id)
+        claim = await agent.approval_ledger.claim(approval.approval_id, scope=agent.approval_scope)
     except ApprovalLedgerError as exc:
         logger.error(
             "agent %r: approval ledger unavailable, tool call %r not run: %s", agent.name, call.tool_call_id, exc

@@ -218,15 +218,15 @@ class ThreadStore(Protocol):
         ...
 
     async def claim_approval(self, approval_id: str, thread: ThreadInfo) -> bool:
-        """Claim a single-use approval: True exactly once per ``approval_id``, across processes."""
+        """Claim a single-use approval: True exactly once per ``approval_id`` on ``thread``, across processes."""
         ...
 
-    async def settle_approval(self, approval_id: str, outcome: str) -> None:
-        """Record what a claimed approval produced (JSON text), for replays."""
+    async def settle_approval(self, approval_id: str, thread: ThreadInfo, outcome: str) -> None:
+        """Record what a claimed approval on ``thread`` produced (JSON text), for replays."""
         ...
 
-    async def settled_approval(self, approval_id: str) -> str | None:
-        """The outcome recorded for ``approval_id``, if settled."""
+    async def settled_approval(self, approval_id: str, thread: ThreadInfo) -> str | None:
+        """The outcome recorded for ``approval_id`` on ``thread``, if settled."""
         ...
 
     async def close(self) -> None:

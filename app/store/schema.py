@@ -56,4 +56,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             settled_at DOUBLE PRECISION
         )""",
     ),
+    # 2: an approval is claimed per thread: the same token on another thread (another owner, agent or
+    # thread) is another row, never the first one's outcome.
+    (
+        """CREATE TABLE approvals_by_thread (
+            thread_key TEXT NOT NULL,
+            approval_id TEXT NOT NULL,
+            claimed_at DOUBLE PRECISION NOT NULL,
+            outcome TEXT,
+            settled_at DOUBLE PRECISION,
+            PRIMARY KEY (thread_key, approval_id)
+        )""",
+        "INSERT INTO approvals_by_thread (thread_key, approval_id, claimed_at, outcome, settled_at)"
+        " SELECT thread_key, approval_id, claimed_at, outcome, settled_at FROM approvals",
+        "DROP TABLE approvals",
+        "ALTER TABLE approvals_by_thread RENAME TO approvals",
+    ),
 )

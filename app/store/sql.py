@@ -294,31 +294,34 @@ class SqlThreadStore:
         ]
 
     async def claim_approval(self, approval_id: str, thread: ThreadInfo) -> bool:
-        """True for the first claim of ``approval_id`` only (a primary-key insert)."""
+        """True for the first claim of ``approval_id`` on ``thread`` only (a primary-key insert)."""
         async with self._engine.transaction() as tx:
             inserted = await tx.execute(
                 "INSERT INTO approvals (approval_id, thread_key, claimed_at) VALUES ($1, $2, $3)"
-                " ON CONFLICT (approval_id) DO NOTHING",
+                " ON CONFLICT (thread_key, approval_id) DO NOTHING",
                 approval_id,
                 thread.key,
                 time.time(),
             )
             return inserted == 1
 
-    async def settle_approval(self, approval_id: str, outcome: str) -> None:
-        """Record the outcome of a claimed approval."""
+    async def settle_approval(self, approval_id: str, thread: ThreadInfo, outcome: str) -> None:
+        """Record the outcome of a claimed approval on ``thread``."""
         async with self._engine.transaction() as tx:
             await tx.execute(
-                "UPDATE approvals SET outcome = $1, settled_at = $2 WHERE approval_id = $3",
+                "UPDATE approvals SET outcome = $1, settled_at = $2 WHERE thread_key = $3 AND approval_id = $4",
                 outcome,
                 time.time(),
+                thread.key,
                 approval_id,
             )
 
-    async def settled_approval(self, approval_id: str) -> str | None:
-        """The outcome recorded for ``approval_id``."""
+    async def settled_approval(self, approval_id: str, thread: ThreadInfo) -> str | None:
+        """The outcome recorded for ``approval_id`` on ``thread``."""
         async with self._engine.read() as tx:
-            rows = await tx.fetch("SELECT outcome FROM approvals WHERE approval_id = $1", approval_id)
+            rows = await tx.fetch(
+                "SELECT outcome FROM approvals WHERE thread_key = $1 AND approval_id = $2", thread.key, approval_id
+            )
         return rows[0]["outcome"] if rows else None
 
     async def close(self) -> None:

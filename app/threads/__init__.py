@@ -2,12 +2,14 @@
 
 ``plan.py`` (reconciling what a client sent with the stored thread), ``stage.py`` (load, reconcile, commit
 the user turn, start the run), ``run.py`` (a run that outlives its request, writing a run log, stoppable,
-checkpointed) and ``follow.py`` (following a run's log: replay, then live).
+checkpointed), ``follow.py`` (following a run's log: replay, then live) and ``stop.py`` (stopping a
+running run on any replica, and waiting for its end before a delete).
 """
 
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.run import checkpoint_runs, close_thread_runs
 from chatgate.threads.stage import ThreadServices, open_thread_turn
+from chatgate.threads.stop import request_stop, stop_and_wait
 
 __all__ = [
     "ThreadServices",
@@ -15,5 +17,7 @@ __all__ = [
     "close_thread_runs",
     "open_thread_turn",
     "replay_run",
+    "request_stop",
     "run_log_id",
+    "stop_and_wait",
 ]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from chatgate.approvals import StoreApprovalLedger
+from chatgate.approvals import StoreApprovalLedger, approval_scope
 from chatgate.caller import Caller
 from chatgate.config import Config
 from chatgate.errors import RequestError
@@ -66,9 +66,14 @@ class ThreadServices:
 
 @dataclass(frozen=True, slots=True)
 class ThreadTurn:
-    """What the server streams: the protocol's frames for this request."""
+    """What the server streams: the protocol's frames for this request, and the run they follow, if any.
+
+    The run goes on when its request's client hangs up (``finish_on_disconnect``): whoever limits
+    concurrent streams holds the caller's slot until ``run`` ends, not just the stream.
+    """
 
     frames: AsyncGenerator[bytes, None]
+    run: asyncio.Task[None] | None = None
 
 
 async def open_thread_turn(
@@ -162,7 +167,12 @@ async def open_thread_turn(
     model_input = replace(run_input, messages=(*client_system, *plan.history), approvals=plan.approvals)
     recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.
-    model_agent = replace(model_agent, approval_ledger=StoreApprovalLedger(store, thread))
+    # Its approvals are this owner's on this thread: signed so, and claimed in this thread's rows.
+    model_agent = replace(
+        model_agent,
+        approval_ledger=StoreApprovalLedger(store, thread),
+        approval_scope=approval_scope(agent.name, caller.owner, thread.key),
+    )
     encode_input = replace(
         run_input,
         continue_message_id=plan.message_id,
@@ -181,7 +191,7 @@ async def open_thread_turn(
     )
     services.runs.add(run)
     run.task.add_done_callback(lambda _: services.runs.discard(run))
-    return ThreadTurn(run.follow(run_log.follow(log_id)))
+    return ThreadTurn(run.follow(run_log.follow(log_id)), run.task)
 
 
 async def _follow(

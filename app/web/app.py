@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
-from chatgate.approvals import app_approvals
+from chatgate.approvals import app_approvals, approval_scope
 from chatgate.caller import caller_of
 from chatgate.config import Config, ConfigWatcher, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
@@ -248,16 +249,21 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 turn = await open_thread_turn(
                     request.app.state.threads, agent, caller, run_input, protocol=protocol, config=registry.config
                 )
-                frames, joined = turn.frames, True  # a run log's follower: it joins what piled up
+                frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
             else:
-                events = run_agent(agent, run_input, stopping=request.app.state.stopping, metrics=metrics)
-                frames, joined = protocol.encode(run_input, agent.config, events), False
+                # Approvals issued to this key (and end user) are answerable by it alone.
+                owned = agent
+                if caller.owner:
+                    owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
+                events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics)
+                frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
                 frames,
                 protocol.headers(agent.config),
                 keepalive=settings.keepalive_seconds,
                 meter=metrics.stream(protocol.name, agent.name, started),
                 joined=joined,
+                run=run,
             )
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]

@@ -29,7 +29,7 @@ from chatgate.run import AgentRegistry
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.store import ThreadStore
 from chatgate.telemetry import Metrics, label_request
-from chatgate.threads import replay_run, run_log_id
+from chatgate.threads import replay_run, request_stop, run_log_id
 from chatgate.web.sse import EventStreamResponse
 from chatgate.web.threads import caller_thread, path_thread_id, thread_context
 
@@ -80,7 +80,9 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
             )
 
         try:
-            return await hold_stream_slot(request, follow)  # type: ignore[return-value]
+            # Following a run this process runs for the same key costs no second slot.
+            run = next((r.task for r in request.app.state.thread_runs if r.run_id == thread.active_run), None)
+            return await hold_stream_slot(request, follow, follows=run)  # type: ignore[return-value]
         except BaseException:
             await frames.aclose()  # refused a slot: stop following the run now, not when collected
             raise
@@ -97,10 +99,6 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         agent, store, caller = thread_context(request)
         thread = await caller_thread(store, agent, caller, path_thread_id(request))
         run_log: RunLog = request.app.state.run_log
-        stopped = False
-        if thread.active_run is not None:
-            for name in names:
-                stopped = await run_log.request_stop(run_log_id(thread.active_run, name)) or stopped
-        return JSONResponse({"stopped": stopped})
+        return JSONResponse({"stopped": await request_stop(run_log, thread, names)})
 
     return [Route("/agents/{agent}/threads/{thread_id}/stop", stop, methods=["POST"])]

@@ -53,9 +53,12 @@ class EventStreamResponse:
         keepalive: float = 15.0,
         meter: StreamMeter | None = None,
         joined: bool = False,
+        run: asyncio.Task[None] | None = None,
     ) -> None:
         self._chunks = chunks
         self._joined = joined
+        self.run = run
+        """The detached run this stream follows, if any: it may outlive the stream (a stream slot waits for it)."""
         self._headers = [(b"content-type", b"text/event-stream")] + [
             (key.lower().encode("latin-1"), value.encode("latin-1"))
             for key, value in headers.items()

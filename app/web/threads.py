@@ -3,7 +3,7 @@
 - ``GET .../threads``: the caller's threads (id, title from the first user text, updated time);
 - ``GET .../threads/{id}``: its system-message state (never the rendered prompt) and audit trail;
 - ``GET .../threads/{id}/messages``: the stored messages as useChat UIMessages;
-- ``DELETE .../threads/{id}``;
+- ``DELETE .../threads/{id}``: stops a running turn first (its upstream request closed), then removes it;
 - ``PUT .../threads/{id}/system-message``: ``{"prompt": NAME}`` | ``{"system_message": "text"}`` |
   ``{"system_message": null}``: seeds before the first turn, swaps after it (history kept);
 - ``POST .../threads/{id}/reset``: clears the history; ``{}`` keeps the system message, the same
@@ -34,6 +34,7 @@ from chatgate.ids import ClientId, StorableText, check_thread_id
 from chatgate.protocol import UIProtocol
 from chatgate.run import Agent, AgentRegistry
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
+from chatgate.threads import stop_and_wait
 
 __all__ = [
     "SystemMessageBody",
@@ -63,6 +64,7 @@ _BODY: TypeAdapter[SystemMessageBody] = TypeAdapter(SystemMessageBody)
 def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     """The thread routes; ``GET .../messages`` speaks the installed protocol that ``serves_messages``."""
     render = ui_messages_of(protocols)
+    names = [protocol.name for protocol in protocols]
 
     async def list_threads(request: Request) -> Response:
         agent, store, caller = thread_context(request)
@@ -88,6 +90,10 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def delete_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
         thread_id = path_thread_id(request)
+        thread = await caller_thread(store, agent, caller, thread_id)
+        # A running turn is stopped first (its upstream request closed), then the thread goes.
+        state = request.app.state
+        await stop_and_wait(store, state.run_log, state.thread_runs, thread, names)
         if not await store.delete(caller.owner, agent.name, thread_id):
             raise _unknown_thread(thread_id)
         return Response(status_code=204)

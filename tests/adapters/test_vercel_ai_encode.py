@@ -138,12 +138,15 @@ async def test_a_failed_tool_result_is_a_tool_output_error() -> None:
     assert chunks[1] == {"type": "tool-output-error", "toolCallId": "c1", "errorText": "add failed: boom"}
 
 
-async def test_arguments_that_are_not_json_end_the_call_in_an_error() -> None:
-    chunks = await encode([ToolCallStart("c1", "add"), ToolCallEnd("c1", "{oops"), RunFinished("tool_calls")])
-    assert chunks[2] == {
-        "type": "tool-output-error",
+@pytest.mark.parametrize("arguments", ['{"a": 2, "b"', "[1, 2]"])
+async def test_arguments_cut_off_end_the_call_in_a_tool_input_error(arguments: str) -> None:
+    chunks = await encode([ToolCallStart("c1", "add"), ToolCallEnd("c1", arguments), RunFinished("tool_calls")])
+    assert chunks[2] == {  # as the AI SDK's own server reports a call it could not parse
+        "type": "tool-input-error",
         "toolCallId": "c1",
-        "errorText": "The model's tool arguments were not valid JSON.",
+        "toolName": "add",
+        "input": arguments,
+        "errorText": "The model's tool arguments were cut off: they are not a complete JSON object.",
     }
 
 

@@ -18,6 +18,7 @@ from chatgate.approvals.ledger import (
     outcome_to_json,
 )
 from chatgate.approvals.redis import KEY_PREFIX, RedisApprovalLedger
+from chatgate.approvals.tokens import approval_scope
 from chatgate.events import ToolDenied, ToolResult
 
 RESULT = ToolResult("c1", '{"rows":[1,2]}', output={"rows": [1, 2], "note": "\ud800"})
@@ -35,6 +36,9 @@ async def ledgers(request: pytest.FixtureRequest) -> AsyncIterator[Callable[[], 
     await client.aclose()
 
 
+SCOPE = approval_scope("ops", "key-a")
+
+
 def token() -> str:
     return f"apr_1_{uuid.uuid4().hex}"
 
@@ -42,49 +46,69 @@ def token() -> str:
 async def test_the_first_claim_runs_the_rest_get_its_outcome(ledgers: Callable[[], ApprovalLedger]) -> None:
     ledger, other = ledgers(), ledgers()
     approval = token()
-    claim = await ledger.claim(approval)
+    claim = await ledger.claim(approval, scope=SCOPE)
     assert isinstance(claim, Claimed)
-    assert await other.claim(approval) == Pending()
+    assert await other.claim(approval, scope=SCOPE) == Pending()
     await ledger.record(claim, RESULT)
-    assert await other.claim(approval) == Settled(RESULT)
-    assert await ledger.claim(approval) == Settled(RESULT)
-    assert isinstance(await ledger.claim(token()), Claimed)  # another approval is its own entry
+    assert await other.claim(approval, scope=SCOPE) == Settled(RESULT)
+    assert await ledger.claim(approval, scope=SCOPE) == Settled(RESULT)
+    assert isinstance(await ledger.claim(token(), scope=SCOPE), Claimed)  # another approval is its own entry
+
+
+async def test_an_entry_belongs_to_its_scope(ledgers: Callable[[], ApprovalLedger]) -> None:
+    # The same token claimed for another key, user, agent or thread is another entry: it never gets
+    # the first scope's outcome, nor is it told that scope's claim is pending.
+    approval = token()
+    claim = await ledgers().claim(approval, scope=SCOPE)
+    assert isinstance(claim, Claimed)
+    await ledgers().record(claim, RESULT)
+    others = [
+        approval_scope("ops", "key-b"),
+        approval_scope("ops", "key-a/someone"),
+        approval_scope("other", "key-a"),
+        approval_scope("ops", "key-a", "thr_1"),
+    ]
+    for other in others:
+        foreign = await ledgers().claim(approval, scope=other)
+        assert isinstance(foreign, Claimed) and foreign.scope == other, other
+    await ledgers().record(Claimed(approval, claim.ticket, others[0]), ToolDenied("c1"))  # no entry of its own
+    assert await ledgers().claim(approval, scope=SCOPE) == Settled(RESULT)
 
 
 async def test_twenty_claims_at_once_give_exactly_one_claimer(ledgers: Callable[[], ApprovalLedger]) -> None:
     approval = token()
-    claims = await asyncio.gather(*(ledgers().claim(approval) for _ in range(20)))
+    claims = await asyncio.gather(*(ledgers().claim(approval, scope=SCOPE) for _ in range(20)))
     assert sum(isinstance(claim, Claimed) for claim in claims) == 1
     assert claims.count(Pending()) == 19
 
 
 async def test_a_denial_is_recorded_like_a_result(ledgers: Callable[[], ApprovalLedger]) -> None:
     approval = token()
-    claim = await ledgers().claim(approval)
+    claim = await ledgers().claim(approval, scope=SCOPE)
     assert isinstance(claim, Claimed)
     await ledgers().record(claim, ToolDenied("c1", "no"))
-    assert await ledgers().claim(approval) == Settled(ToolDenied("c1", "no"))
+    assert await ledgers().claim(approval, scope=SCOPE) == Settled(ToolDenied("c1", "no"))
 
 
 async def test_only_the_claimer_can_record(ledgers: Callable[[], ApprovalLedger]) -> None:
     approval = token()
-    claim = await ledgers().claim(approval)
+    claim = await ledgers().claim(approval, scope=SCOPE)
     assert isinstance(claim, Claimed)
-    await ledgers().record(Claimed(approval, "someone-else"), ToolDenied("c1"))
-    assert await ledgers().claim(approval) == Pending()
+    await ledgers().record(Claimed(approval, "someone-else", SCOPE), ToolDenied("c1"))
+    assert await ledgers().claim(approval, scope=SCOPE) == Pending()
 
 
 async def test_memory_entries_expire_with_the_token() -> None:
     now = [0.0]
     ledger = MemoryApprovalLedger(ttl=10, clock=lambda: now[0])
-    first = await ledger.claim("apr_1_a")
+    first = await ledger.claim("apr_1_a", scope=SCOPE)
     assert isinstance(first, Claimed)
     await ledger.record(first, RESULT)
     now[0] = 5
-    assert isinstance(await ledger.claim("apr_1_b"), Claimed)
+    assert isinstance(await ledger.claim("apr_1_b", scope=SCOPE), Claimed)
     now[0] = 10.5
-    assert isinstance(await ledger.claim("apr_1_a"), Claimed)  # forgotten; its token no longer verifies
-    assert await ledger.claim("apr_1_b") == Pending()
+    assert isinstance(await ledger.claim("apr_1_a", scope=SCOPE), Claimed)  # forgotten; its token no longer verifies
+    assert await ledger.claim("apr_1_b", scope=SCOPE) == Pending()
 
 
 async def test_redis_entries_expire_with_the_token(redis_url: str) -> None:
@@ -92,10 +116,11 @@ async def test_redis_entries_expire_with_the_token(redis_url: str) -> None:
     try:
         ledger = RedisApprovalLedger(client, ttl=3600)
         approval = token()
-        claim = await ledger.claim(approval)
+        claim = await ledger.claim(approval, scope=SCOPE)
         assert isinstance(claim, Claimed)
         await ledger.record(claim, RESULT)
-        ttl = await client.pttl(KEY_PREFIX + approval)
+        (key,) = await client.keys(KEY_PREFIX + "*:" + approval)
+        ttl = await client.pttl(key)
         assert 3_590_000 < ttl <= 3_600_000  # recording keeps the claim's expiry
     finally:
         await client.aclose()
@@ -105,7 +130,7 @@ async def test_an_unreachable_redis_is_an_error_not_a_claim() -> None:
     client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
     try:
         with pytest.raises(ApprovalLedgerError):
-            await RedisApprovalLedger(client).claim(token())
+            await RedisApprovalLedger(client).claim(token(), scope=SCOPE)
     finally:
         await client.aclose()
 

@@ -1,6 +1,6 @@
 import pytest
 
-from chatgate.approvals.tokens import ApprovalSigner, canonical_arguments, is_canonical_token
+from chatgate.approvals.tokens import ApprovalSigner, approval_scope, canonical_arguments, is_canonical_token
 
 
 class Clock:
@@ -37,21 +37,26 @@ def test_fields_cannot_be_shifted_from_one_into_another() -> None:
 
 
 def respellings(token: str) -> list[str]:
-    _, issued, mac = token.split("_", 2)
+    _, issued, rest = token.split("_", 2)
+    nonce, mac = rest[:22], rest[23:]
     return [
-        f"apr_0{issued}_{mac}",
-        f"apr_00{issued}_{mac}",
-        f"apr_0x{issued}_{mac}",
-        f"apr_+{issued}_{mac}",
-        f"apr_ {issued}_{mac}",
-        f"apr_{issued} _{mac}",
-        f"apr_{issued.upper()}_{mac}",
-        f"apr_{issued}_{mac}=",
-        f"apr_{issued}_{mac}\n",
+        f"apr_0{issued}_{rest}",
+        f"apr_00{issued}_{rest}",
+        f"apr_0x{issued}_{rest}",
+        f"apr_+{issued}_{rest}",
+        f"apr_ {issued}_{rest}",
+        f"apr_{issued} _{rest}",
+        f"apr_{issued.upper()}_{rest}",
+        f"apr_{issued}_{rest}=",
+        f"apr_{issued}_{nonce}==_{mac}",  # the nonce padded
+        f"apr_{issued}_{rest}\n",
         f" {token}",
-        f"APR_{issued}_{mac}",
-        f"apr_{issued}__{mac}",
-        f"apr_{FULL_WIDTH_ZERO}{issued}_{mac}",  # int(..., 16) accepts it
+        f"APR_{issued}_{rest}",
+        f"apr_{issued}__{rest}",
+        f"apr_{issued}_{nonce}__{mac}",
+        f"apr_{issued}_{mac}",  # the nonce left out
+        f"apr_{FULL_WIDTH_ZERO}{issued}_{rest}",  # int(..., 16) accepts it
+        token.replace("_", "%5F"),  # URL-encoded
     ]
 
 
@@ -65,6 +70,27 @@ def test_only_the_one_canonical_spelling_verifies() -> None:
         assert spelling != token
         assert not is_canonical_token(spelling), spelling
         assert not signer.verify(spelling, "ops", "c", "t", "{}"), spelling
+    # Base64url is case-sensitive: another case is a well-formed token that does not verify.
+    nonce, mac = token.split("_", 2)[2][:22], token.split("_", 2)[2][23:]
+    issued = token.split("_")[1]
+    for spelling in (f"apr_{issued}_{nonce.swapcase()}_{mac}", f"apr_{issued}_{nonce}_{mac.swapcase()}"):
+        assert not signer.verify(spelling, "ops", "c", "t", "{}"), spelling
+
+
+def test_two_identical_calls_in_the_same_second_get_different_tokens() -> None:
+    signer = ApprovalSigner(b"k" * 32, clock=Clock())  # the clock stands still: one issue second
+    first, second = (signer.token("ops", "call_1", "t", '{"a": 1}') for _ in range(2))
+    assert first != second and first.split("_")[1] == second.split("_")[1]
+    assert signer.verify(first, "ops", "call_1", "t", '{"a": 1}')
+    assert signer.verify(second, "ops", "call_1", "t", '{"a": 1}')
+
+
+def test_a_token_verifies_in_its_own_scope_only() -> None:
+    mine, theirs = approval_scope("ops", "key-a"), approval_scope("ops", "key-b")
+    token = SIGNER.token("ops", "c", "t", "{}", scope=mine)
+    assert SIGNER.verify(token, "ops", "c", "t", "{}", scope=mine)
+    for other in (theirs, approval_scope("ops", "key-a", "thr_1"), approval_scope("ops", "key-a/user"), ""):
+        assert not SIGNER.verify(token, "ops", "c", "t", "{}", scope=other), other
 
 
 def test_another_servers_secret_does_not_verify() -> None:
@@ -80,8 +106,8 @@ def test_a_token_expires_and_its_issue_time_cannot_be_moved() -> None:
     assert signer.verify(token, "ops", "c", "t", "{}")
     clock.now += 2
     assert not signer.verify(token, "ops", "c", "t", "{}")
-    mac = token.split("_", 2)[2]
-    refreshed = f"apr_{int(clock.now):x}_{mac}"
+    rest = token.split("_", 2)[2]
+    refreshed = f"apr_{int(clock.now):x}_{rest}"
     assert not signer.verify(refreshed, "ops", "c", "t", "{}")
 
 

@@ -14,7 +14,7 @@ from chatgate.run.runner import ALREADY_ANSWERING, APPROVALS_UNAVAILABLE, run_ag
 from chatgate.run.tools import ServerTool
 from chatgate.run_input import ApprovalResponse
 from tests.conftest import make_config
-from tests.run.test_runner_tools import SIGNER, ScriptedModel, after_approval_request, agent, says
+from tests.run.test_runner_tools import BOT, SIGNER, ScriptedModel, after_approval_request, agent, says
 
 
 class Gate:
@@ -40,15 +40,18 @@ SLOW = ServerTool.from_function("delete", slow_delete, requires_approval=True)
 
 
 class DownLedger:
-    async def claim(self, approval_id: str) -> Claim:
+    async def claim(self, approval_id: str, *, scope: str) -> Claim:
         raise ApprovalLedgerError("redis: connection refused")
 
     async def record(self, claim: Claimed, outcome: ApprovalOutcome) -> None:
         raise AssertionError("nothing was claimed")
 
 
+TOKEN: list[str] = []  # this test's one approval token: each issued token is unique
+
+
 def approved() -> object:
-    return after_approval_request(ApprovalResponse(SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}'), True))
+    return after_approval_request(ApprovalResponse(TOKEN[0], True))
 
 
 async def run_once(ledger: object) -> list[object]:
@@ -60,6 +63,7 @@ async def run_once(ledger: object) -> list[object]:
 async def fresh() -> None:
     GATE.started, GATE.release = asyncio.Event(), asyncio.Event()
     RUNS.clear()
+    TOKEN[:] = [SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}', scope=BOT)]
 
 
 async def test_an_unreachable_ledger_ends_the_run_and_runs_nothing() -> None:

@@ -65,10 +65,13 @@ def _body(protocol: str, messages: list[dict[str, Any]], resume: list[dict[str, 
     return {"id": "chat-1", "messages": messages, "trigger": "submit-message"}
 
 
-def ask(base: str, protocol: str, agent: str, arguments: dict[str, Any]) -> Paused:
+def ask(
+    base: str, protocol: str, agent: str, arguments: dict[str, Any], headers: dict[str, str] | None = None
+) -> Paused:
     """Start a run whose model calls ``record`` with ``arguments``; the run pauses for approval."""
     user = _user(protocol, f"/call record {json.dumps(arguments)}")
-    events = events_of(httpx.post(route(base, protocol, agent), json=_body(protocol, [user]), timeout=30))
+    body = _body(protocol, [user])
+    events = events_of(httpx.post(route(base, protocol, agent), json=body, headers=headers, timeout=30))
     if protocol == "ag-ui":
         (interrupt,) = events[-1]["outcome"]["interrupts"]
         start = next(e for e in events if e["type"] == "TOOL_CALL_START")
@@ -110,10 +113,18 @@ def _parsed(text: str) -> Any:
         return text
 
 
-def answer(base: str, paused: Paused, agent: str, token: str | None = None) -> list[dict[str, Any]]:
-    """Send the approval to ``agent`` and return the answer's events."""
-    body = answer_body(paused, token)
-    return events_of(httpx.post(route(base, paused.protocol, agent), json=body, timeout=30))
+def answer(
+    base: str,
+    paused: Paused,
+    agent: str,
+    token: str | None = None,
+    *,
+    approved: bool = True,
+    headers: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Send the approval (or denial) to ``agent`` and return the answer's events."""
+    body = answer_body(paused, token, approved=approved)
+    return events_of(httpx.post(route(base, paused.protocol, agent), json=body, headers=headers, timeout=30))
 
 
 def answer_with_real_client(base: str, paused: Paused, agent: str) -> list[dict[str, Any]]:

@@ -48,14 +48,19 @@ def config(**server: Any) -> Config:
 
 
 def respellings(token: str) -> list[str]:
-    _, issued, mac = token.split("_", 2)
+    _, issued, rest = token.split("_", 2)
+    nonce, mac = rest[:22], rest[23:]
     return [
-        f"apr_0{issued}_{mac}",
-        f"apr_0x{issued}_{mac}",
-        f"apr_+{issued}_{mac}",
-        f"apr_ {issued}_{mac}",
-        f"apr_{issued} _{mac}",
-        f"apr_{issued.upper()}_{mac}",
+        f"apr_0{issued}_{rest}",
+        f"apr_0x{issued}_{rest}",
+        f"apr_+{issued}_{rest}",
+        f"apr_ {issued}_{rest}",
+        f"apr_{issued} _{rest}",
+        f"apr_{issued.upper()}_{rest}",
+        f"apr_{issued}_{nonce.upper()}_{mac}",
+        f"apr_{issued}_{nonce}==_{mac}",
+        f"apr_{issued}_{rest}=",
+        token.replace("_", "%5F"),
         f" {token}",
         f"{token}\n",
     ]

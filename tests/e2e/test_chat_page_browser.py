@@ -574,3 +574,45 @@ async def test_a_v7_agent_works_with_the_page_too(page: Page, serve: Serve) -> N
         "I will repeat what I was given."
     )
     await wait_status(page, "ready")
+
+
+NOT_FOUND = "That conversation was not found: it does not exist, or it belongs to another key or user."
+
+
+async def test_an_unknown_thread_in_the_url_says_why_and_offers_a_new_chat(
+    page: Page, serve: Serve, tmp_path: Path
+) -> None:
+    url = serve(kept(tmp_path))
+    page.set_default_timeout(15_000)
+    await page.goto(f"{url}/#agent=kept&thread=no-such-thread")
+    await wait_status(page, "ready")
+    await expect(page.get_by_role("alert")).to_contain_text(NOT_FOUND)  # shown, not cleared in the same tick
+    await expect(page.get_by_role("alert")).to_contain_text("A new chat is open below.")
+    await expect(page.get_by_test_id("message")).to_have_count(0)
+    assert "thread=" not in page.url  # the URL no longer names the thread that cannot be opened
+    await send(page, "a fresh start")
+    await expect(assistants(page)).to_contain_text("Last user message: a fresh start")
+    await wait_status(page, "ready")
+    await expect(page.get_by_test_id("error")).to_be_hidden()
+
+
+async def test_another_owners_thread_in_the_url_is_not_shown_and_says_why(
+    page: Page, serve: Serve, tmp_path: Path
+) -> None:
+    url = serve(with_keys(tmp_path))
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "alice's secret"}]}
+    answer = httpx.post(
+        f"{url}/agents/kept/chat",
+        json={"id": "alices", "message": message, "trigger": "submit-message"},
+        headers={"authorization": f"Bearer {ALICE}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200
+    page.set_default_timeout(15_000)
+    await page.goto(f"{url}/#agent=kept&thread=alices")
+    await enter_key(page, ROOT)
+    await wait_status(page, "ready")
+    await expect(page.get_by_role("alert")).to_contain_text(NOT_FOUND)
+    await expect(page.get_by_test_id("message")).to_have_count(0)
+    await expect(page.get_by_text("alice's secret")).to_have_count(0)
+    assert "thread=" not in page.url

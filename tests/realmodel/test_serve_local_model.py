@@ -1,0 +1,67 @@
+"""``./scripts/serve.sh --local-model``: one command serves chatgate on a real model, and stops both.
+
+It uses the same cached llama-server and model as the other realmodel tests, starts llama-server on
+``LLAMA_PORT`` and chatgate with docs/examples/local-model.toml, and a SIGTERM to the script stops both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.realmodel.llama import ROOT, installed_llama_server
+from tests.servers import _free_port as free_port
+
+pytestmark = pytest.mark.realmodel
+
+
+def _listening(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path: Path) -> None:
+    installed_llama_server()  # fails clearly when scripts/install-llama-server.sh has not run
+    llama_port, port = free_port(), free_port()
+    while port == llama_port:  # a port just freed can come back
+        port = free_port()
+    env = {**os.environ, "LLAMA_PORT": str(llama_port), "TMPDIR": str(tmp_path)}
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        script = subprocess.Popen(
+            ["bash", str(ROOT / "scripts/serve.sh"), "--local-model", "--port", str(port)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(f"{url}/healthz"):
+            assert script.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "serve.sh --local-model did not serve within 60 s"
+            time.sleep(0.2)
+        agents = httpx.get(f"{url}/agents").json()["agents"]
+        assert "*base* model" in agents[0]["description"]  # honest about the babble
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "Hello"}]}
+        with httpx.stream("POST", f"{url}/ag-ui", json={**body, "tools": [], "context": []}, timeout=60) as response:
+            types = []
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    types.append(json.loads(line[6:])["type"])
+                    if types[-1] == "TEXT_MESSAGE_CONTENT":
+                        break  # the model answers: enough (the example allows 256 tokens)
+        assert types[:2] == ["RUN_STARTED", "STEP_STARTED"] and types[-1] == "TEXT_MESSAGE_CONTENT"
+    finally:
+        script.terminate()
+        script.wait(timeout=30)
+    assert not _listening(f"{url}/healthz")
+    assert not _listening(f"http://127.0.0.1:{llama_port}/health")
