@@ -30,6 +30,7 @@ from chatgate.prompts import PromptTemplate
 from chatgate.protocol import UIProtocol
 from chatgate.run_follow import replay_run, run_log_id
 from chatgate.run_input import RunInput
+from chatgate.run_recovery import RunRecovery
 from chatgate.runlog import RunLog
 from chatgate.runner import run_agent
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadStore
@@ -63,8 +64,12 @@ async def open_thread_turn(
     finish_on_disconnect: bool,
     runs: set[ThreadRun],
     metrics: Metrics | None = None,
+    recovery: RunRecovery | None = None,
 ) -> ThreadTurn:
-    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte."""
+    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
+
+    A thread held by a run whose producer died is first recovered (``recovery``, app/run_recovery.py).
+    """
     if store is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
     if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
@@ -76,6 +81,9 @@ async def open_thread_turn(
     run_key = new_id("run")  # the store's own id for this run; a client's runId is never trusted there
     for attempt in range(_ATTEMPTS):
         known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
+        if known is not None and known.active_run is not None and recovery is not None:  # noqa: SIM102
+            if await recovery.recover(known):  # its producer died: its turn is saved, the thread is free
+                known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
         stored: list[StoredMessage] = await store.messages(known) if known is not None else []
         plan = plan_turn(stored, run_input, protocol=protocol.name, server_tools=agent.server_tools)
         if plan.hydrate:
@@ -83,7 +91,8 @@ async def open_thread_turn(
                 log_id = run_log_id(known.active_run, protocol.name)
                 before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != known.active_run]
                 ending = partial(protocol.interrupted, agent.config)
-                replay = await replay_run(run_log, log_id, ending, protocol.rejoined(before))
+                lost = partial(recovery.recover, known) if recovery is not None else None
+                replay = await replay_run(run_log, log_id, ending, protocol.rejoined(before), lost)
                 if replay is not None:
                     return ThreadTurn(replay)
             hydrate = replace(run_input, snapshot=plan.history)

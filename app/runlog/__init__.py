@@ -19,6 +19,7 @@ from chatgate.runlog.base import (
     RunEnding,
     RunLog,
     RunLogLimits,
+    RunLogUnavailable,
     RunWriter,
 )
 from chatgate.runlog.memory import MemoryRunLog
@@ -32,5 +33,6 @@ __all__ = [
     "RunEnding",
     "RunLog",
     "RunLogLimits",
+    "RunLogUnavailable",
     "RunWriter",
 ]

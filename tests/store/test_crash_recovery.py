@@ -1,0 +1,155 @@
+"""kill -9 of the producing replica: the cut-off answer comes back from the run log, the thread is free.
+
+Two (or three) ``chatgate serve`` replicas on one Redis and one store (SQLite file or PostgreSQL), an
+answer streamed slowly by a fake upstream over real HTTP. The producer is killed at several points of
+the answer; the follower on the other replica ends in protocol, the words it received are stored as a
+``partial`` turn (rebuilt from the run's journal, app/run_recovery.py), and the next turn is taken
+long before the 15 s takeover of a silent run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from chatgate.store import STALE_RUN_SECONDS
+from tests.conftest import ChatgateProcess
+from tests.providers.fakes import FakeUpstream, Reply, fake_in_thread, openai_chunk, text_reply
+from tests.store.conftest import _create_database
+from tests.store.test_replicas import _read, _wait_for
+
+LEASE = 1.0
+WORDS = 120
+PAUSE = 0.06  # seconds between words: the answer takes about 7 s
+SLOW = Reply(
+    [piece for n in range(WORDS) for piece in (openai_chunk({"content": f"word{n} "}), PAUSE)]
+    + [openai_chunk({}, "stop"), b"data: [DONE]\n\n"]
+)
+NEXT = text_reply("openai", "The next answer.")
+
+
+def _config(tmp_path: Path, store: str, redis_url: str, upstream: str) -> Path:
+    config = tmp_path / "chatgate.toml"
+    config.write_text(
+        f'[server]\nredis_url = "{redis_url}"\nrun_log_lease_seconds = {LEASE}\n\n'
+        f'[store]\nurl = "{store}"\n\n'
+        f'[providers.up]\nkind = "openai"\nbase_url = "{upstream}"\napi_key = "sk-test"\nretries = 0\n\n'
+        '[agents.bot]\nmodel = "up:m"\nconversations = "server"\n'
+    )
+    return config
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """One store every replica of a test shares: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'threads.db'}"
+    server_url: str = request.getfixturevalue("postgres_url")
+    name = f"r_{secrets.token_hex(6)}"
+    asyncio.run(_create_database(server_url, name))
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    """The slow answer, then quick ones."""
+    with fake_in_thread(SLOW, NEXT) as fake:
+        yield fake
+
+
+def _user(chat_id: str, n: int, text: str) -> dict[str, Any]:
+    return {"id": chat_id, "message": {"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": text}]}}
+
+
+def _text_of(lines: list[str]) -> str:
+    """The text a useChat client shows from these stream lines."""
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    return "".join(event["delta"] for event in events if event["type"] == "text-delta")
+
+
+def _next_turn(url: str, chat_id: str) -> tuple[float, list[str], int]:
+    """Post the next user turn until it is taken: (when, its stream's lines, 409s met on the way)."""
+    started = time.monotonic()
+    busy = 0
+    while True:
+        with httpx.stream("POST", f"{url}/agents/bot/chat", json=_user(chat_id, 2, "again"), timeout=30) as response:
+            if response.status_code == 200:
+                taken = time.monotonic()
+                return taken, [line for line in response.iter_lines() if line], busy
+            response.read()
+            assert response.status_code == 409, response.text
+            assert response.json()["error"]["code"] == "thread_busy"
+            assert response.headers["retry-after"] == "1"
+            busy += 1
+        assert time.monotonic() - started < STALE_RUN_SECONDS + 5, "the thread never became free"
+        time.sleep(0.1)
+
+
+def _history(url: str, chat_id: str) -> list[tuple[str, str, str]]:
+    messages = httpx.get(f"{url}/agents/bot/threads/{chat_id}/messages").json()["messages"]
+    return [
+        (
+            m["role"],
+            m.get("metadata", {}).get("chatgate", {}).get("status", "complete") if m["role"] == "assistant" else "",
+            "".join(p.get("text", "") for p in m["parts"] if p["type"] == "text"),
+        )
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("kill_at", [0.3, 0.7, 1.5, 5.0])
+def test_a_killed_producer_leaves_every_word_a_follower_saw(
+    chatgate_process: ChatgateProcess,
+    redis_url: str,
+    shared_store: str,
+    upstream: FakeUpstream,
+    tmp_path: Path,
+    kill_at: float,
+) -> None:
+    config = _config(tmp_path, shared_store, redis_url, upstream.url)
+    (url_a, process_a), (url_b, _) = (
+        chatgate_process("--config", str(config)),
+        chatgate_process("--config", str(config)),
+    )
+    started, _starter = _read(url_a, "/agents/bot/chat", "POST", _user("c1", 1, "talk"))
+    _wait_for(started, '"text-delta"')
+    first_word = time.monotonic()
+    following, follower = _read(url_b, "/agents/bot/chat/c1/stream")
+    time.sleep(max(0.0, first_word + kill_at - time.monotonic()))
+    process_a.kill()  # SIGKILL: no ending, no final save, no lease release
+    process_a.wait(timeout=10)
+    killed_at = time.monotonic()
+    follower.join(timeout=LEASE + 10)
+    assert not follower.is_alive()
+    assert '"type":"error"' in following[-3] and "server producing it stopped" in following[-3]
+    assert '"type":"finish"' in following[-2] and following[-1] == "data: [DONE]"
+    seen = _text_of(following)
+    assert seen.startswith("word0 ")
+
+    accepted_at, next_lines, busy = _next_turn(url_b, "c1")
+    taken = accepted_at - killed_at
+    assert next_lines[-1] == "data: [DONE]" and _text_of(next_lines) == "The next answer."
+    history = _history(url_b, "c1")
+    assert [(role, status) for role, status, _ in history] == [
+        ("user", ""),
+        ("assistant", "partial"),
+        ("user", ""),
+        ("assistant", "complete"),
+    ]
+    stored = history[1][2]
+    assert stored.startswith(seen)  # every word the follower received, and only the answer's words
+    assert set(stored.split()) <= {f"word{n}" for n in range(WORDS)}
+    assert len(upstream.requests) == 2  # the dead turn was not asked again
+    assert taken < STALE_RUN_SECONDS  # freed by the recovery, not by the takeover of a silent run
+    print(
+        f"\nKILL-TABLE kill_at={kill_at} store={shared_store.split(':')[0]} seen={len(seen.split())}"
+        f" stored={len(stored.split())} next_turn_after_kill={taken:.2f}s busy_409s={busy}"
+    )

@@ -1,0 +1,136 @@
+"""Recovering a dead run from its journal, on a real Redis and a real store (SQLite and PostgreSQL).
+
+Each replica here is its own ``RedisRunLog`` and its own store connection: a producer "dies" by
+dropping its run log without ending the run (its pump stops, so its lease lapses), as kill -9 does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as redis
+
+from chatgate.events import RunEvent, RunFinished, StepFinished, StepStarted, TextDelta, TextEnd, TextStart
+from chatgate.history import AssistantMessage, TextPart, UserMessage
+from chatgate.ids import new_id
+from chatgate.run_follow import follow_run, run_log_id
+from chatgate.run_recovery import RunRecovery
+from chatgate.runlog import RedisRunLog, RunLogLimits
+from chatgate.store import NewMessage, ThreadInfo, ThreadStore, open_store
+from chatgate.thread_run import ThreadRun, TurnRecorder
+
+LIMITS = RunLogLimits(lease=0.6, ttl=10.0, flush_interval=0.01)
+PROTOCOL = "vercel-ai"
+ENDING = b"data: lost\n\n"
+
+
+class Replica:
+    """One replica's parts: its run log, its store connection and its recovery."""
+
+    def __init__(self, run_log: RedisRunLog, store: ThreadStore) -> None:
+        self.run_log = run_log
+        self.store = store
+        self.recovery = RunRecovery(store, run_log, ["ag-ui", PROTOCOL])
+
+
+@pytest.fixture
+async def replicas(redis_url: str, store_url: str, tmp_path: Path) -> AsyncIterator[Callable[[], Any]]:
+    """Makes replicas; all are closed after the test."""
+    async with AsyncExitStack() as stack:
+
+        async def replica() -> Replica:
+            client = redis.from_url(redis_url)
+            stack.push_async_callback(client.aclose)
+            run_log = RedisRunLog(client, LIMITS)
+            stack.push_async_callback(run_log.aclose)
+            store = await open_store(store_url, tmp_path)
+            stack.push_async_callback(store.close)
+            return Replica(run_log, store)
+
+        yield replica
+
+
+async def _answer(words: int, pause: float, gate: asyncio.Event | None = None) -> AsyncIterator[RunEvent]:
+    yield StepStarted("model")
+    yield TextStart("t1")
+    for n in range(words):
+        if gate is not None and n == words // 2:
+            await gate.wait()
+        yield TextDelta("t1", f"w{n} ")
+        await asyncio.sleep(pause)
+    yield TextEnd("t1")
+    yield StepFinished("model", "stop")
+    yield RunFinished("stop")
+
+
+async def _encode(events: AsyncIterator[RunEvent]) -> AsyncIterator[bytes]:
+    async for event in events:
+        text = event.delta if isinstance(event, TextDelta) else type(event).__name__
+        yield f"data: {text}\n\n".encode()
+
+
+async def _begin(store: ThreadStore) -> tuple[ThreadInfo, str]:
+    run_id = new_id("run")
+    user = NewMessage(UserMessage((TextPart("hi"),), id=new_id("msg")))
+    thread = await store.begin_run("", "bot", new_id("c"), run_id, revision=0, append=[user])
+    return thread, run_id
+
+
+def _start(replica: Replica, thread: ThreadInfo, run_id: str, events: AsyncIterator[RunEvent]) -> Any:
+    async def started() -> ThreadRun:
+        writer = await replica.run_log.create(run_log_id(run_id, PROTOCOL))
+        return ThreadRun(
+            replica.store,
+            thread,
+            run_id,
+            events,
+            TurnRecorder("m-first"),
+            writer,
+            encode=_encode,
+            interrupted=lambda message, code: ENDING,
+            finish_on_disconnect=True,
+        )
+
+    return started()
+
+
+async def _read(frames: AsyncIterator[bytes]) -> bytes:
+    return b"".join([frame async for frame in frames])
+
+
+def _words(frames: bytes) -> list[str]:
+    return [line[6:].strip() for line in frames.decode().split("\n") if line.startswith("data: w")]
+
+
+async def test_two_followers_racing_to_recover_a_dead_run_store_its_turn_once(replicas: Callable[[], Any]) -> None:
+    producer, b, c = await replicas(), await replicas(), await replicas()
+    thread, run_id = await _begin(producer.store)
+    gate = asyncio.Event()  # never set: the answer stops half way, as if the process froze there
+    run = await _start(producer, thread, run_id, _answer(20, 0.005, gate))
+    log_id = run_log_id(run_id, PROTOCOL)
+    followers = [
+        asyncio.create_task(
+            _read(follow_run(r.run_log.follow(log_id), lambda m, c: ENDING, lost=partial(r.recovery.recover, thread)))
+        )
+        for r in (b, c)
+    ]
+    await asyncio.sleep(0.3)  # the first half is flushed to Redis
+    await producer.run_log.aclose()  # the producer dies: its pump stops, no ending, its lease lapses
+    received = await asyncio.wait_for(asyncio.gather(*followers), 10)
+    for frames in received:
+        assert frames.endswith(ENDING)
+        assert _words(frames) == [f"w{n}" for n in range(10)]
+    assert b.recovery.recovered + c.recovery.recovered == 1  # both tried, the store's update chose one
+    stored = await b.store.messages(thread)
+    assert [(type(m.message), m.status) for m in stored] == [(UserMessage, "complete"), (AssistantMessage, "partial")]
+    assert stored[1].message.id == "m-first"  # the id the stream gave it
+    assert stored[1].message.text == "".join(f"w{n} " for n in range(10))
+    assert (await b.store.get_thread("", "bot", thread.id)).active_run is None  # type: ignore[union-attr]
+    run.task.cancel()
+    await asyncio.gather(run.task, return_exceptions=True)
