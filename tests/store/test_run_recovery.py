@@ -134,3 +134,71 @@ async def test_two_followers_racing_to_recover_a_dead_run_store_its_turn_once(re
     assert (await b.store.get_thread("", "bot", thread.id)).active_run is None  # type: ignore[union-attr]
     run.task.cancel()
     await asyncio.gather(run.task, return_exceptions=True)
+
+
+class Refusing:
+    """The real store, but every ``finish_run`` refused while ``down`` (a store outage at a run's end)."""
+
+    def __init__(self, store: ThreadStore) -> None:
+        self.store = store
+        self.down = True
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def finish_run(self, *args: Any, **kwargs: Any) -> bool:
+        if self.down:
+            self.refused += 1
+            raise ConnectionError("the store is down")
+        return await self.store.finish_run(*args, **kwargs)
+
+
+async def _until_recovered(replica: Replica, thread: ThreadInfo) -> None:
+    for _ in range(200):
+        if await replica.recovery.recover(thread):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the run was never recovered")
+
+
+async def test_a_turn_the_store_refused_at_the_end_is_saved_when_it_returns(replicas: Callable[[], Any]) -> None:
+    producer, other = await replicas(), await replicas()
+    refusing = Refusing(producer.store)
+    producer.store = refusing
+    thread, run_id = await _begin(other.store)
+    run = await _start(producer, thread, run_id, _answer(10, 0.005))
+    frames = await asyncio.wait_for(
+        _read(follow_run(other.run_log.follow(run_log_id(run_id, PROTOCOL)), ENDING_OF)), 10
+    )
+    assert _words(frames) == [f"w{n}" for n in range(10)] and frames.endswith(b"data: RunFinished\n\n")
+    await asyncio.sleep(LIMITS.lease * 2)  # past a lease: the producer holds it while it retries
+    assert not await other.recovery.recover(thread)
+    assert [m.status for m in await other.store.messages(thread)] == ["complete"]  # the user's turn only
+    refusing.down = False
+    await asyncio.wait_for(run.task, 5)
+    stored = await other.store.messages(thread)
+    assert [(type(m.message), m.status) for m in stored] == [(UserMessage, "complete"), (AssistantMessage, "complete")]
+    assert stored[1].message.text == "".join(f"w{n} " for n in range(10))
+    assert refusing.refused >= 3  # the save at the end, then retries
+    assert other.recovery.recovered == 0
+
+
+async def test_a_producer_that_dies_with_its_turn_unsaved_is_recovered_complete(replicas: Callable[[], Any]) -> None:
+    producer, other = await replicas(), await replicas()
+    producer.store = Refusing(producer.store)  # never returns before the producer dies
+    thread, run_id = await _begin(other.store)
+    run = await _start(producer, thread, run_id, _answer(10, 0.005))
+    await asyncio.wait_for(_read(other.run_log.follow(run_log_id(run_id, PROTOCOL))), 10)
+    run.task.cancel()  # it dies while retrying: its lease lapses
+    await asyncio.gather(run.task, return_exceptions=True)
+    await producer.run_log.aclose()
+    await _until_recovered(other, thread)
+    stored = await other.store.messages(thread)
+    assert [(type(m.message), m.status) for m in stored] == [(UserMessage, "complete"), (AssistantMessage, "complete")]
+    assert stored[1].message.text == "".join(f"w{n} " for n in range(10))
+    assert other.recovery.recovered == 1
+
+
+def ENDING_OF(message: str, code: str) -> bytes:
+    return f"data: {code}\n\n".encode()
