@@ -65,6 +65,10 @@ def upstream() -> Iterator[FakeUpstream]:
         yield fake
 
 
+def _two_replicas(chatgate_process: ChatgateProcess, config: Path) -> list[tuple[str, Any]]:
+    return [chatgate_process("--config", str(config)) for _ in range(2)]
+
+
 def _user(chat_id: str, n: int, text: str) -> dict[str, Any]:
     return {"id": chat_id, "message": {"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": text}]}}
 
@@ -153,3 +157,74 @@ def test_a_killed_producer_leaves_every_word_a_follower_saw(
         f"\nKILL-TABLE kill_at={kill_at} store={shared_store.split(':')[0]} seen={len(seen.split())}"
         f" stored={len(stored.split())} next_turn_after_kill={taken:.2f}s busy_409s={busy}"
     )
+
+
+@pytest.mark.parametrize("shared_store", ["postgres"], indirect=True)
+def test_with_no_follower_the_next_request_recovers_the_dead_run(
+    chatgate_process: ChatgateProcess, redis_url: str, shared_store: str, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, shared_store, redis_url, upstream.url)
+    (url_a, process_a), (url_b, _) = (
+        chatgate_process("--config", str(config)),
+        chatgate_process("--config", str(config)),
+    )
+    started, _starter = _read(url_a, "/agents/bot/chat", "POST", _user("c1", 1, "talk"))
+    _wait_for(started, '"text-delta"', 10)
+    process_a.kill()
+    process_a.wait(timeout=10)
+    _accepted_at, _lines, busy = _next_turn(url_b, "c1")  # 409s with Retry-After until the lease lapses
+    assert busy >= 1
+    history = _history(url_b, "c1")
+    assert [(role, status) for role, status, _ in history] == [
+        ("user", ""),
+        ("assistant", "partial"),
+        ("user", ""),
+        ("assistant", "complete"),
+    ]
+    shown = _text_of(started)  # the producer's own client may be a flush ahead of Redis
+    assert history[1][2] and shown.startswith(history[1][2]) and len(history[1][2].split()) >= 10
+
+
+def _ag_ui(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    with httpx.stream("POST", f"{url}/agents/bot/ag-ui", json=body, timeout=30) as response:
+        assert response.status_code == 200, response.read()
+        return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("shared_store", ["sqlite"], indirect=True)
+def test_an_ag_ui_run_killed_mid_answer_is_recovered_and_hydrates(
+    chatgate_process: ChatgateProcess, redis_url: str, shared_store: str, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, shared_store, redis_url, upstream.url)
+    (url_a, process_a), (url_b, _) = (
+        chatgate_process("--config", str(config)),
+        chatgate_process("--config", str(config)),
+    )
+    user = {"id": "u1", "role": "user", "content": "talk"}
+    body = {"threadId": "t1", "runId": "r1", "messages": [user], "tools": [], "context": []}
+    started, _starter = _read(url_a, "/agents/bot/ag-ui", "POST", body)
+    _wait_for(started, "TEXT_MESSAGE_CONTENT")
+    following, follower = _read(url_b, "/agents/bot/ag-ui", "POST", {**body, "runId": "r2"})  # a reconnect
+    _wait_for(following, "TEXT_MESSAGE_CONTENT", 8)
+    process_a.kill()
+    process_a.wait(timeout=10)
+    follower.join(timeout=LEASE + 10)
+    events = [json.loads(line[6:]) for line in following if line.startswith("data: ")]
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "producer_lost"
+    seen = "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT")
+    hydrated = _ag_ui(url_b, {**body, "runId": "r3"})  # the run is over: a hydrate
+    assert [event["type"] for event in hydrated] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    snapshot = hydrated[1]["messages"]
+    assert [m["role"] for m in snapshot] == ["user", "assistant"] and snapshot[1]["content"].startswith(seen)
+    again = {"id": "u2", "role": "user", "content": "again"}
+    answered = _ag_ui(url_b, {**body, "runId": "r4", "messages": [*snapshot, again]})
+    assert answered[-1]["type"] == "RUN_FINISHED"
+    history = _history(url_b, "t1")
+    assert [(role, status) for role, status, _ in history] == [
+        ("user", ""),
+        ("assistant", "partial"),
+        ("user", ""),
+        ("assistant", "complete"),
+    ]
+    assert history[1][2].startswith(seen) and history[3][2] == "The next answer."
+    assert len(upstream.requests) == 2
