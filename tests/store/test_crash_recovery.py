@@ -65,10 +65,6 @@ def upstream() -> Iterator[FakeUpstream]:
         yield fake
 
 
-def _two_replicas(chatgate_process: ChatgateProcess, config: Path) -> list[tuple[str, Any]]:
-    return [chatgate_process("--config", str(config)) for _ in range(2)]
-
-
 def _user(chat_id: str, n: int, text: str) -> dict[str, Any]:
     return {"id": chat_id, "message": {"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": text}]}}
 
