@@ -20,31 +20,35 @@ from chatgate.events import RunEvent
 
 __all__ = ["decode_record", "encode_event", "encode_header"]
 
-_TYPES: dict[str, type[Any]] = {name: getattr(events, name) for name in events.__all__ if name[0].isupper()}
-_TYPES.pop("RunEvent", None)
-_TYPES.pop("FinishReason", None)
+_TYPES: dict[str, type[Any]] = {
+    name: getattr(events, name) for name in events.__all__ if name not in ("RunEvent", "FinishReason")
+}
+_FIELDS: dict[type[Any], tuple[str, tuple[str, ...]]] = {
+    kind: (name, tuple(f.name for f in fields(kind))) for name, kind in _TYPES.items()
+}
 _HEADER = "header"
+# A line is a JSON array: the event's type, then its fields in order (a third of the cost of an object).
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
 
 
 def encode_event(event: RunEvent) -> bytes:
     """One journal line for ``event`` (a value no JSON can hold, a tool's raw ``output``, as its text)."""
-    record = {"t": type(event).__name__, **{f.name: getattr(event, f.name) for f in fields(event)}}
-    return json.dumps(record, separators=(",", ":"), default=str).encode()
+    name, names = _FIELDS[type(event)]
+    return _encode([name, *[getattr(event, field) for field in names]]).encode()
 
 
 def encode_header(first_id: str | None) -> bytes:
     """The journal's first line: the id the run's first assistant message gets (useChat's ``messageId``)."""
-    return json.dumps({"t": _HEADER, "first_id": first_id}, separators=(",", ":")).encode()
+    return _encode([_HEADER, first_id]).encode()
 
 
 def decode_record(line: bytes) -> RunEvent | str | None:
     """A journal line: its event, the header's first id (``""`` for none), or None for a line it cannot read."""
     try:
-        record = json.loads(line)
-        kind = record.pop("t")
+        kind, *values = json.loads(line)
         if kind == _HEADER:
-            return str(record.get("first_id") or "")
-        event: RunEvent = _TYPES[kind](**record)
+            return str(values[0] or "")
+        event: RunEvent = _TYPES[kind](*values)
         return event
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
