@@ -29,7 +29,7 @@ from chatgate.runlog import RunLog, RunLogUnavailable
 from chatgate.store import MessageStatus, ThreadInfo, ThreadStore
 from chatgate.thread_run import CHECKPOINT_SECONDS, TurnRecorder
 
-__all__ = ["SWEEP_SECONDS", "RunRecovery", "fold_journal", "sweep_dead_runs"]
+__all__ = ["SWEEP_SECONDS", "RunRecovery", "fold_journal", "sweep_dead_runs", "sweep_once"]
 
 logger = logging.getLogger("chatgate.run_recovery")
 
@@ -95,16 +95,23 @@ class RunRecovery:
         return True
 
 
-async def sweep_dead_runs(store: ThreadStore, recovery: RunRecovery) -> None:
-    """Every ``SWEEP_SECONDS``, recover the dead runs of threads nobody touched since their producer died.
+async def sweep_once(store: ThreadStore, recovery: RunRecovery, stalled_for: float = 2 * CHECKPOINT_SECONDS) -> int:
+    """Recover every dead run among those whose heartbeat is ``stalled_for`` old; how many were freed.
 
-    Only runs whose heartbeat missed two checkpoints are asked about: a live run refreshes it every
-    ``CHECKPOINT_SECONDS``.
+    A live run refreshes its heartbeat every ``CHECKPOINT_SECONDS``, so only runs that missed two are
+    asked about (one run log round trip or three each).
     """
+    freed = 0
+    for thread in await store.stalled_runs(time.time() - stalled_for):
+        freed += await recovery.recover(thread)
+    return freed
+
+
+async def sweep_dead_runs(store: ThreadStore, recovery: RunRecovery) -> None:
+    """Every ``SWEEP_SECONDS``, recover the dead runs of threads nobody touched since their producer died."""
     while True:
         await asyncio.sleep(SWEEP_SECONDS)
         try:
-            for thread in await store.stalled_runs(time.time() - 2 * CHECKPOINT_SECONDS):
-                await recovery.recover(thread)
+            await sweep_once(store, recovery)
         except Exception:
             logger.exception("sweeping dead runs failed")

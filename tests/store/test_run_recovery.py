@@ -20,7 +20,7 @@ from chatgate.events import RunEvent, RunFinished, StepFinished, StepStarted, Te
 from chatgate.history import AssistantMessage, TextPart, UserMessage
 from chatgate.ids import new_id
 from chatgate.run_follow import follow_run, run_log_id
-from chatgate.run_recovery import RunRecovery
+from chatgate.run_recovery import RunRecovery, sweep_once
 from chatgate.runlog import RedisRunLog, RunLogLimits
 from chatgate.store import NewMessage, ThreadInfo, ThreadStore, open_store
 from chatgate.thread_run import ThreadRun, TurnRecorder
@@ -202,3 +202,26 @@ async def test_a_producer_that_dies_with_its_turn_unsaved_is_recovered_complete(
 
 def ENDING_OF(message: str, code: str) -> bytes:
     return f"data: {code}\n\n".encode()
+
+
+async def test_the_sweep_recovers_a_dead_run_nobody_asked_about(replicas: Callable[[], Any]) -> None:
+    producer, other = await replicas(), await replicas()
+    thread, run_id = await _begin(other.store)
+    alive, alive_run = await _begin(other.store)
+    gate = asyncio.Event()
+    run = await _start(producer, thread, run_id, _answer(20, 0.005, gate))
+    live = await _start(other, alive, alive_run, _answer(20, 0.005, gate))
+    await asyncio.sleep(0.3)
+    await producer.run_log.aclose()  # the producer dies
+    await asyncio.sleep(LIMITS.lease + 0.2)
+    assert await sweep_once(other.store, other.recovery) == 0  # heartbeats still fresh: nobody is asked
+    # Asked about every held thread: the dead run only is freed; the live one's lease holds.
+    assert await sweep_once(other.store, other.recovery, stalled_for=0) == 1
+    stored = await other.store.messages(thread)
+    assert [m.status for m in stored] == ["complete", "partial"] and stored[1].message.text == "".join(
+        f"w{n} " for n in range(10)
+    )
+    assert (await other.store.get_thread("", "bot", alive.id)).active_run == alive_run  # type: ignore[union-attr]
+    for task in (run.task, live.task):
+        task.cancel()
+    await asyncio.gather(run.task, live.task, return_exceptions=True)
