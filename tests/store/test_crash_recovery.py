@@ -224,3 +224,27 @@ def test_an_ag_ui_run_killed_mid_answer_is_recovered_and_hydrates(
     ]
     assert history[1][2].startswith(seen) and history[3][2] == "The next answer."
     assert len(upstream.requests) == 2
+
+
+@pytest.mark.parametrize("shared_store", ["postgres"], indirect=True)
+def test_two_followers_on_two_replicas_racing_store_one_partial_turn(
+    chatgate_process: ChatgateProcess, redis_url: str, shared_store: str, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, shared_store, redis_url, upstream.url)
+    (url_a, process_a), (url_b, _), (url_c, _) = [chatgate_process("--config", str(config)) for _ in range(3)]
+    started, _starter = _read(url_a, "/agents/bot/chat", "POST", _user("c1", 1, "talk"))
+    _wait_for(started, '"text-delta"')
+    followers = [_read(url, "/agents/bot/chat/c1/stream") for url in (url_b, url_c)]
+    for lines, _ in followers:
+        _wait_for(lines, '"text-delta"', 8)
+    process_a.kill()
+    process_a.wait(timeout=10)
+    for lines, follower in followers:
+        follower.join(timeout=LEASE + 10)
+        assert lines[-1] == "data: [DONE]" and "server producing it stopped" in lines[-3]
+    history = _history(url_b, "c1")
+    assert [(role, status) for role, status, _ in history] == [("user", ""), ("assistant", "partial")]
+    for lines, _ in followers:
+        assert history[1][2].startswith(_text_of(lines))
+    logs = "".join(path.read_text() for path in tmp_path.glob("chatgate-*.log"))
+    assert logs.count("is saved from the run log") == 1  # both followers recovered; one wrote the turn
