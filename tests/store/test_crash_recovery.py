@@ -248,3 +248,59 @@ def test_two_followers_on_two_replicas_racing_store_one_partial_turn(
         assert history[1][2].startswith(_text_of(lines))
     logs = "".join(path.read_text() for path in tmp_path.glob("chatgate-*.log"))
     assert logs.count("is saved from the run log") == 1  # both followers recovered; one wrote the turn
+
+
+TOOL_MODULE = '''
+import time
+
+
+def slow_lookup(q: str, path: str) -> str:
+    """Counts its runs in a file, then takes its time."""
+    with open(path, "a", encoding="utf-8") as file:
+        file.write("ran\\n")
+    time.sleep(5)
+    return "found"
+'''
+
+
+@pytest.mark.parametrize("shared_store", ["sqlite"], indirect=True)
+def test_a_producer_killed_during_a_server_tool_leaves_the_call(
+    chatgate_process: ChatgateProcess, redis_url: str, shared_store: str, tmp_path: Path
+) -> None:
+    (tmp_path / "crash_tools.py").write_text(TOOL_MODULE)
+    ran = tmp_path / "ran.txt"
+    arguments = json.dumps({"q": "x", "path": str(ran)})
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
+    asks = Reply(
+        [
+            openai_chunk({"content": "Let me look. "}),
+            openai_chunk({"tool_calls": [call]}),
+            openai_chunk({}, "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    with fake_in_thread(asks, NEXT) as fake:
+        config = _config(tmp_path, shared_store, redis_url, fake.url)
+        config.write_text(config.read_text() + 'tools = { lookup = { function = "crash_tools:slow_lookup" } }\n')
+        (url_a, process_a), (url_b, _) = [chatgate_process("--config", str(config)) for _ in range(2)]
+        started, _starter = _read(url_a, "/agents/bot/chat", "POST", _user("c1", 1, "look it up"))
+        _wait_for(started, '"tool-input-available"')
+        following, follower = _read(url_b, "/agents/bot/chat/c1/stream")
+        _wait_for(following, '"tool-input-available"')
+        deadline = time.monotonic() + 10
+        while not ran.exists():  # the tool is running
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        process_a.kill()
+        process_a.wait(timeout=10)
+        follower.join(timeout=LEASE + 10)
+        assert following[-1] == "data: [DONE]" and "server producing it stopped" in following[-3]
+        messages = httpx.get(f"{url_b}/agents/bot/threads/c1/messages").json()["messages"]
+        answer = messages[1]
+        assert answer["metadata"]["chatgate"]["status"] == "partial"
+        parts = [(part["type"], part.get("text") or part.get("toolCallId")) for part in answer["parts"]]
+        assert parts == [("step-start", None), ("text", "Let me look. "), ("tool-lookup", "call_1")]
+        assert answer["parts"][2]["state"] == "input-available"  # the call, without the result it never had
+        _accepted_at, lines, _busy = _next_turn(url_b, "c1")
+        assert _text_of(lines) == "The next answer."
+        assert len(fake.requests) == 2 and ran.read_text() == "ran\n"  # no model call or tool run again
