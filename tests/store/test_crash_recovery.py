@@ -260,6 +260,13 @@ def slow_lookup(q: str, path: str) -> str:
         file.write("ran\\n")
     time.sleep(5)
     return "found"
+
+
+def record(path: str) -> str:
+    """Counts its runs in a file."""
+    with open(path, "a", encoding="utf-8") as file:
+        file.write("ran\\n")
+    return "recorded"
 '''
 
 
@@ -304,3 +311,32 @@ def test_a_producer_killed_during_a_server_tool_leaves_the_call(
         _accepted_at, lines, _busy = _next_turn(url_b, "c1")
         assert _text_of(lines) == "The next answer."
         assert len(fake.requests) == 2 and ran.read_text() == "ran\n"  # no model call or tool run again
+
+
+@pytest.mark.parametrize("shared_store", ["sqlite"], indirect=True)
+def test_an_approval_pending_when_its_replica_dies_is_answered_on_another(
+    chatgate_process: ChatgateProcess, redis_url: str, shared_store: str, tmp_path: Path
+) -> None:
+    (tmp_path / "crash_tools.py").write_text(TOOL_MODULE)
+    ran = tmp_path / "runs.log"
+    config = tmp_path / "chatgate.toml"
+    config.write_text(
+        f'[server]\nredis_url = "{redis_url}"\nrun_log_lease_seconds = {LEASE}\n'
+        'approval_secret = "a-secret-of-enough-length"\n\n'
+        f'[store]\nurl = "{shared_store}"\n\n'
+        '[agents.bot]\nmodel = "builtin:echo"\nconversations = "server"\n'
+        'tools = { record = { function = "crash_tools:record", requires_approval = true } }\n'
+    )
+    (url_a, process_a), (url_b, _) = [chatgate_process("--config", str(config)) for _ in range(2)]
+    user = {"id": "u1", "role": "user", "content": "/call record " + json.dumps({"path": str(ran)})}
+    asked = _ag_ui(url_a, {"threadId": "t1", "runId": "r1", "messages": [user], "tools": [], "context": []})
+    (interrupt,) = asked[-1]["outcome"]["interrupts"]
+    process_a.kill()  # while the approval waits for its answer
+    process_a.wait(timeout=10)
+    resume = [{"interruptId": interrupt["id"], "status": "resolved"}]
+    answered = _ag_ui(
+        url_b, {"threadId": "t1", "runId": "r2", "messages": [], "tools": [], "context": [], "resume": resume}
+    )
+    assert "TOOL_CALL_RESULT" in [event["type"] for event in answered]
+    assert answered[-1]["type"] == "RUN_FINISHED"
+    assert ran.read_text() == "ran\n"  # the tool ran once, on B
