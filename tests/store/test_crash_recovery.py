@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -340,3 +341,52 @@ def test_an_approval_pending_when_its_replica_dies_is_answered_on_another(
     assert "TOOL_CALL_RESULT" in [event["type"] for event in answered]
     assert answered[-1]["type"] == "RUN_FINISHED"
     assert ran.read_text() == "ran\n"  # the tool ran once, on B
+
+
+async def _database_reachable(server_url: str, name: str, reachable: bool) -> None:
+    """Open or shut one database: shut, its connections are cut and new ones refused (a store outage)."""
+    connection = await asyncpg.connect(server_url)
+    try:
+        await connection.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(reachable).lower()}')
+        if not reachable:
+            await connection.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                name,
+            )
+    finally:
+        await connection.close()
+
+
+@pytest.mark.parametrize("shared_store", ["postgres"], indirect=True)
+def test_postgres_down_around_a_runs_end_loses_no_delivered_word(
+    chatgate_process: ChatgateProcess,
+    redis_url: str,
+    postgres_url: str,
+    shared_store: str,
+    upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path, shared_store, redis_url, upstream.url)
+    (url_a, _), (url_b, _) = [chatgate_process("--config", str(config)) for _ in range(2)]
+    name = shared_store.rsplit("/", 1)[1]
+    started, starter = _read(url_a, "/agents/bot/chat", "POST", _user("c1", 1, "talk"))
+    _wait_for(started, '"text-delta"')
+    following, follower = _read(url_b, "/agents/bot/chat/c1/stream")
+    _wait_for(following, '"text-delta"', WORDS - 10)
+    asyncio.run(_database_reachable(postgres_url, name, False))  # down before the run's end
+    for reader in (starter, follower):
+        reader.join(timeout=20)
+    for lines in (started, following):  # the whole answer, ended in protocol, though nothing could be saved
+        assert lines[-1] == "data: [DONE]" and '"type":"error"' not in lines[-3]
+        assert _text_of(lines).split() == [f"word{n}" for n in range(WORDS)]
+    time.sleep(2)
+    asyncio.run(_database_reachable(postgres_url, name, True))
+    back = time.monotonic()
+    while httpx.get(f"{url_b}/agents/bot/threads/c1").json().get("running") is not False:
+        assert time.monotonic() - back < STALE_RUN_SECONDS, "the thread was never freed"
+        time.sleep(0.05)
+    freed_after = time.monotonic() - back
+    history = _history(url_b, "c1")
+    assert [(role, status) for role, status, _ in history] == [("user", ""), ("assistant", "complete")]
+    assert history[1][2].split() == [f"word{n}" for n in range(WORDS)]
+    print(f"\nSTORE-DOWN thread free {freed_after:.2f}s after the store's return")
