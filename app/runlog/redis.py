@@ -305,6 +305,8 @@ class RedisRunLog:
         """Stop a local run at once; a remote one when its producer next renews its lease."""
         if await self._local.request_stop(run_id):
             return True
+        if self._local.local(run_id) is not None:
+            return False  # ended here (its lease may be held while its turn is saved): nothing to stop
         _, lease, stop = _keys(run_id)
         if not await self._client.exists(lease):
             return False
