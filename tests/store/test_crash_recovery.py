@@ -179,7 +179,8 @@ def test_with_no_follower_the_next_request_recovers_the_dead_run(
         ("assistant", "complete"),
     ]
     shown = _text_of(started)  # the producer's own client may be a flush ahead of Redis
-    assert history[1][2] and shown.startswith(history[1][2]) and len(history[1][2].split()) >= 10
+    # The producer's own client may have read the last flush interval's words before they reached Redis.
+    assert history[1][2].startswith("word0 ") and shown.startswith(history[1][2])
 
 
 def _ag_ui(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
