@@ -29,6 +29,7 @@ from chatgate.metrics import Metrics
 from chatgate.observe import label_request
 from chatgate.protocol import UIProtocol
 from chatgate.run_follow import replay_run, run_log_id
+from chatgate.run_recovery import RunRecovery
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.sse import EventStreamResponse
 from chatgate.store import ThreadStore
@@ -67,7 +68,10 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         if thread is None or thread.active_run is None:
             return Response(status_code=204)
         log_id = run_log_id(thread.active_run, protocol.name)
-        frames = await replay_run(request.app.state.run_log, log_id, partial(protocol.interrupted, agent.config))
+        recovery: RunRecovery | None = request.app.state.recovery
+        lost = partial(recovery.recover, thread) if recovery is not None else None
+        ending = partial(protocol.interrupted, agent.config)
+        frames = await replay_run(request.app.state.run_log, log_id, ending, lost=lost)
         if frames is None:
             return Response(status_code=204)
         metrics: Metrics = request.app.state.metrics

@@ -42,6 +42,7 @@ from chatgate.readiness import add_check, readyz
 from chatgate.redis_client import connect_redis
 from chatgate.reload import ConfigWatcher
 from chatgate.run_input import RunInput
+from chatgate.run_recovery import RunRecovery, sweep_dead_runs
 from chatgate.run_routes import app_run_log, resume_endpoint, stop_routes
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
@@ -142,6 +143,9 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
+            if app.state.store is not None:
+                names = [protocol.name for protocol in protocols]
+                app.state.recovery = RunRecovery(app.state.store, app.state.run_log, names)
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
@@ -152,6 +156,8 @@ def create_app(
             background = [asyncio.create_task(watcher.run())] if watcher is not None else []
             if app.state.store is not None:
                 background.append(asyncio.create_task(checkpoint_runs(app.state.store, app.state.thread_runs)))
+                if app.state.redis is not None:  # only a Redis run log keeps journals to recover from
+                    background.append(asyncio.create_task(sweep_dead_runs(app.state.store, app.state.recovery)))
             try:
                 yield
             finally:
@@ -199,6 +205,7 @@ def create_app(
     app.state.metrics = Metrics()
     app.state.readiness = []  # named dependency checks for /readyz (app/readiness.py)
     app.state.thread_runs = set()
+    app.state.recovery = None  # a RunRecovery once a store is open (app/run_recovery.py)
     return app
 
 
@@ -264,6 +271,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     finish_on_disconnect=registry.config.store.finish_on_disconnect,
                     runs=request.app.state.thread_runs,
                     metrics=metrics,
+                    recovery=request.app.state.recovery,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
             else:

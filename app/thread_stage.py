@@ -37,6 +37,7 @@ from chatgate.prompts import PromptTemplate
 from chatgate.protocol import UIProtocol
 from chatgate.run_follow import replay_run, run_log_id
 from chatgate.run_input import ApprovalResponse, RunInput
+from chatgate.run_recovery import RunRecovery
 from chatgate.runlog import RunLog, RunWriter
 from chatgate.runner import run_agent
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
@@ -77,8 +78,12 @@ async def open_thread_turn(
     finish_on_disconnect: bool,
     runs: set[ThreadRun],
     metrics: Metrics | None = None,
+    recovery: RunRecovery | None = None,
 ) -> ThreadTurn:
-    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte."""
+    """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
+
+    A thread held by a run whose producer died is first recovered (``recovery``, app/run_recovery.py).
+    """
     if store is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
     if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
@@ -95,6 +100,9 @@ async def open_thread_turn(
     try:
         for attempt in range(_ATTEMPTS):
             known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
+            if known is not None and known.active_run is not None and recovery is not None:  # noqa: SIM102
+                if await recovery.recover(known):  # its producer died: its turn is saved, the thread is free
+                    known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
             stored: list[StoredMessage] = await store.messages(known) if known is not None else []
             running = known is not None and known.active_run is not None
             plan = plan_turn(
@@ -106,7 +114,7 @@ async def open_thread_turn(
                 approves=approves,
             )
             if plan.action == "follow" and known is not None and known.active_run is not None:
-                replay = await _follow(run_log, known.active_run, stored, agent, protocol)
+                replay = await _follow(run_log, known, stored, agent, protocol, recovery)
                 if replay is not None:
                     return ThreadTurn(replay)
                 # Nothing to follow (the run's producer died, or its log expired): as if no run held it.
@@ -183,12 +191,23 @@ async def open_thread_turn(
 
 
 async def _follow(
-    run_log: RunLog, run_id: str, stored: list[StoredMessage], agent: Agent, protocol: UIProtocol
+    run_log: RunLog,
+    known: ThreadInfo,
+    stored: list[StoredMessage],
+    agent: Agent,
+    protocol: UIProtocol,
+    recovery: RunRecovery | None,
 ) -> AsyncGenerator[bytes, None] | None:
-    """The running run's stream from its start (the resume path), or None when it cannot be replayed."""
+    """The running run's stream from its start (the resume path), or None when it cannot be replayed.
+
+    A follower that finds the producer dead recovers its turn (``recovery``) before its error ending.
+    """
+    run_id = known.active_run
+    assert run_id is not None
     before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != run_id]
     ending = partial(protocol.interrupted, agent.config)
-    return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before))
+    lost = partial(recovery.recover, known) if recovery is not None else None
+    return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before), lost)
 
 
 async def _unchanged(store: ThreadStore, caller: Caller, agent: Agent, known: ThreadInfo) -> bool:

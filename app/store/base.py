@@ -16,6 +16,7 @@ from chatgate.errors import RequestError
 from chatgate.history import Message
 
 __all__ = [
+    "BUSY_RETRY_AFTER",
     "STALE_RUN_SECONDS",
     "AuditEntry",
     "MessageStatus",
@@ -31,8 +32,14 @@ __all__ = [
 
 MessageStatus: TypeAlias = Literal["complete", "partial", "error"]
 
+BUSY_RETRY_AFTER = 1
+"""``Retry-After`` (seconds) of a 409 ``thread_busy``: a run ends, or a dead one is recovered, any moment."""
+
 STALE_RUN_SECONDS = 15.0
-"""A run whose heartbeat (its checkpoint, every second or so) is older than this died with its process."""
+"""A run whose heartbeat (its checkpoint, every second or so) is older than this died with its process.
+
+The fallback when nothing can recover the run sooner (app/run_recovery.py): a memory run log, or a
+Redis run log that lost the run's start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,7 @@ class ThreadBusy(RequestError):
     """409 ``thread_busy``: another run holds the thread, or it changed under this request."""
 
     def __init__(self, message: str = "another run is in progress on this thread; try again when it ends") -> None:
-        super().__init__(409, "thread_busy", message)
+        super().__init__(409, "thread_busy", message, headers={"Retry-After": str(BUSY_RETRY_AFTER)})
 
 
 RunningTurn: TypeAlias = tuple[ThreadInfo, str, Sequence[Message]]
@@ -170,11 +177,17 @@ class ThreadStore(Protocol):
         status: MessageStatus,
         *,
         checkpointed: bool = True,
-    ) -> None:
-        """Save the run's turn with ``status`` and release the thread.
+    ) -> bool:
+        """Save the run's turn with ``status`` and release the thread; False if the run no longer holds it.
+
+        Conditional (nothing is written then), so of several replicas saving one run's turn exactly one does.
 
         ``checkpointed`` False: no checkpoint was ever handed this run, so it left no partial copy to clear.
         """
+        ...
+
+    async def stalled_runs(self, heartbeat_before: float, limit: int = 100) -> list[ThreadInfo]:
+        """Threads held by a run whose heartbeat is older than ``heartbeat_before``: maybe dead, for a sweep."""
         ...
 
     async def set_system(
