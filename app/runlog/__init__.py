@@ -7,7 +7,8 @@ another replica all read the same log: replayed from the start, then live, until
 - ``MemoryRunLog`` (``memory.py``): one process. Followers are woken directly; nothing is copied.
 - ``RedisRunLog`` (``redis.py``): several replicas, with ``[server] redis_url``. Frames are batched
   into Redis Stream entries (never one round trip per token); a lease key names the producing
-  replica and is renewed while it runs, so followers learn of a producer that died.
+  replica and is renewed while it runs, so followers learn of a producer that died. Beside the frames
+  it keeps the run's journal (app/threads/journal.py), from which a dead producer's turn is recovered.
 
 Both are bounded: a run keeps at most ``max_bytes`` of frames (memory) or ``max_entries`` batches
 (Redis) for replay, and a finished run's log is dropped ``ttl`` seconds after its ending.
@@ -19,6 +20,7 @@ from chatgate.runlog.base import (
     RunEnding,
     RunLog,
     RunLogLimits,
+    RunLogUnavailable,
     RunWriter,
 )
 from chatgate.runlog.memory import MemoryRunLog
@@ -32,5 +34,6 @@ __all__ = [
     "RunEnding",
     "RunLog",
     "RunLogLimits",
+    "RunLogUnavailable",
     "RunWriter",
 ]

@@ -8,7 +8,15 @@ from typing import Literal, Protocol, TypeAlias
 
 from chatgate.errors import ChatgateError
 
-__all__ = ["ProducerLost", "ReplayUnavailable", "RunEnding", "RunLog", "RunLogLimits", "RunWriter"]
+__all__ = [
+    "ProducerLost",
+    "ReplayUnavailable",
+    "RunEnding",
+    "RunLog",
+    "RunLogLimits",
+    "RunLogUnavailable",
+    "RunWriter",
+]
 
 RunEnding: TypeAlias = Literal["finished", "stopped", "failed"]
 """How a run's log was closed by its producer (the frames already hold the protocol's own ending)."""
@@ -34,6 +42,10 @@ class ProducerLost(ChatgateError):
     """The run's producer stopped without an ending (its process died): end the stream as failed."""
 
 
+class RunLogUnavailable(ProducerLost):
+    """The run log itself cannot be reached (Redis down): the follower cannot tell how the run goes on."""
+
+
 class ReplayUnavailable(ChatgateError):
     """The run's log no longer holds its start (too long, or expired): it cannot be replayed."""
 
@@ -42,13 +54,27 @@ class RunWriter(Protocol):
     """The producing side of one run's log."""
 
     run_id: str
+    keeps_journal: bool
+    """Whether ``journal`` keeps anything (a Redis log); the producer encodes no journal otherwise."""
 
     def write(self, frame: bytes) -> None:
         """Append one encoded frame; cheap and synchronous (batched for remote logs)."""
         ...
 
-    async def close(self, ending: RunEnding) -> None:
-        """Flush, mark the log ended, and let it expire after the TTL."""
+    def journal(self, record: bytes) -> None:
+        """Append one line of the run's journal (app/threads/journal.py), batched with the frames after it."""
+        ...
+
+    async def close(self, ending: RunEnding, *, hold: bool = False) -> None:
+        """Flush, mark the log ended, and let it expire after the TTL.
+
+        ``hold``: the run's turn is not saved yet (the store is down); the lease stays renewed until
+        ``release``, so nobody else recovers a run whose producer is still saving it.
+        """
+        ...
+
+    async def release(self) -> None:
+        """Drop a held lease (after ``close(hold=True)``): the turn is saved."""
         ...
 
     async def stop_requested(self) -> None:
@@ -73,6 +99,14 @@ class RunLog(Protocol):
 
     async def request_stop(self, run_id: str) -> bool:
         """Ask the run to stop; False when no such run is running."""
+        ...
+
+    async def lost_journal(self, run_id: str) -> list[bytes] | None:
+        """The journal of a run whose producer died (its lease lapsed), or None.
+
+        None: the producer is alive, the log is unknown or lost its start, or the log keeps no journal
+        (in memory, one process: nothing outlives it). Raises ``RunLogUnavailable`` when it cannot tell.
+        """
         ...
 
     async def aclose(self) -> None:

@@ -13,6 +13,8 @@ __all__ = ["MemoryRunLog", "MemoryRunWriter"]
 class MemoryRunWriter:
     """One run's frames. ``first`` is the index of ``frames[0]`` once old frames have been dropped."""
 
+    keeps_journal = False
+
     def __init__(self, run_id: str, limits: RunLogLimits) -> None:
         self.run_id = run_id
         self.frames: list[bytes] = []
@@ -34,10 +36,16 @@ class MemoryRunWriter:
             self.first += drop
         self._wake.set()
 
-    async def close(self, ending: RunEnding) -> None:
-        """Mark the run ended; followers drain what is left and return."""
+    def journal(self, record: bytes) -> None:
+        """Nothing: a process that dies takes its runs with it, there is no one to recover them."""
+
+    async def close(self, ending: RunEnding, *, hold: bool = False) -> None:
+        """Mark the run ended; followers drain what is left and return (``hold`` means nothing here)."""
         self.ending = ending
         self._wake.set()
+
+    async def release(self) -> None:
+        """Nothing: a memory log holds no lease."""
 
     async def stop_requested(self) -> None:
         """Return once ``request_stop`` was called for this run."""
@@ -100,6 +108,10 @@ class MemoryRunLog:
         writer = self._runs.get(run_id)
         return writer is not None and writer.request_stop()
 
+    async def lost_journal(self, run_id: str) -> list[bytes] | None:
+        """Always None: one process keeps no journal (see ``RunLog.lost_journal``)."""
+        return None
+
     def _ended(self, run_id: str) -> None:
         loop = asyncio.get_running_loop()
         self._expiries[run_id] = loop.call_later(self.limits.ttl, self._expire, run_id)
@@ -121,6 +133,6 @@ class _ClosingWriter(MemoryRunWriter):
         super().__init__(run_id, limits)
         self._log = log
 
-    async def close(self, ending: RunEnding) -> None:
+    async def close(self, ending: RunEnding, *, hold: bool = False) -> None:
         await super().close(ending)
         self._log._ended(self.run_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chatgate.store.base import (
+    BUSY_RETRY_AFTER,
     STALE_RUN_SECONDS,
     AuditEntry,
     MessageStatus,
@@ -27,6 +28,7 @@ from chatgate.store.sql import SqlThreadStore
 from chatgate.store.sqlite import SqliteEngine, sqlite_path
 
 __all__ = [
+    "BUSY_RETRY_AFTER",
     "STALE_RUN_SECONDS",
     "AuditEntry",
     "MessageStatus",

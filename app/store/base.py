@@ -16,6 +16,7 @@ from chatgate.errors import ChatgateError
 from chatgate.history import Message
 
 __all__ = [
+    "BUSY_RETRY_AFTER",
     "STALE_RUN_SECONDS",
     "AuditEntry",
     "MessageStatus",
@@ -33,8 +34,14 @@ __all__ = [
 
 MessageStatus: TypeAlias = Literal["complete", "partial", "error"]
 
+BUSY_RETRY_AFTER = 1
+"""``Retry-After`` (seconds) of a 409 ``thread_busy``: a run ends, or a dead one is recovered, any moment."""
+
 STALE_RUN_SECONDS = 15.0
-"""A run whose heartbeat (its checkpoint, every second or so) is older than this died with its process."""
+"""A run whose heartbeat (its checkpoint, every second or so) is older than this died with its process.
+
+The fallback when nothing can recover the run sooner (app/threads/recovery.py): a memory run log, or a
+Redis run log that lost the run's start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +190,17 @@ class ThreadStore(Protocol):
         status: MessageStatus,
         *,
         checkpointed: bool = True,
-    ) -> None:
-        """Save the run's turn with ``status`` and release the thread.
+    ) -> bool:
+        """Save the run's turn with ``status`` and release the thread; False if the run no longer holds it.
+
+        Conditional (nothing is written then), so of several replicas saving one run's turn exactly one does.
 
         ``checkpointed`` False: no checkpoint was ever handed this run, so it left no partial copy to clear.
         """
+        ...
+
+    async def stalled_runs(self, heartbeat_before: float, limit: int = 100) -> list[ThreadInfo]:
+        """Threads held by a run whose heartbeat is older than ``heartbeat_before``: maybe dead, for a sweep."""
         ...
 
     async def set_system(

@@ -212,8 +212,8 @@ class SqlThreadStore:
         status: MessageStatus,
         *,
         checkpointed: bool = True,
-    ) -> None:
-        """Save the run's turn with ``status`` and release the thread.
+    ) -> bool:
+        """Save the run's turn with ``status`` and release the thread; False if the run no longer holds it.
 
         A run no checkpoint was handed (most runs under ``CHECKPOINT_SECONDS``) wrote no partial copy, so
         the turn goes in without the ``DELETE`` that clears one: a trip less.
@@ -229,8 +229,19 @@ class SqlThreadStore:
                 run_id,
             )
             if released != 1:
-                return
+                return False
             await _write_turn(tx, thread, run_id, turn, status, keep_run=False, clear=checkpointed)
+            return True
+
+    async def stalled_runs(self, heartbeat_before: float, limit: int = 100) -> list[ThreadInfo]:
+        """Threads whose run's heartbeat is older than ``heartbeat_before`` (NULL heartbeats are idle)."""
+        async with self._engine.read() as tx:
+            rows = await tx.fetch(
+                f"SELECT {_THREAD_COLUMNS} FROM threads WHERE heartbeat < $1 AND active_run IS NOT NULL LIMIT $2",
+                heartbeat_before,
+                limit,
+            )
+        return [_as_thread(row) for row in rows]
 
     async def set_system(
         self, owner: str, agent: str, thread_id: str, system: SystemState, *, by: str | None, revision: int | None

@@ -3,15 +3,19 @@
 ``plan.py`` (reconciling what a client sent with the stored thread), ``stage.py`` (load, reconcile, commit
 the user turn, start the run), ``run.py`` (a run that outlives its request, writing a run log, stoppable,
 checkpointed), ``follow.py`` (following a run's log: replay, then live) and ``stop.py`` (stopping a
-running run on any replica, and waiting for its end before a delete).
+running run on any replica, and waiting for its end before a delete), ``journal.py`` (a run's neutral
+events as JSON lines beside its frames) and ``recovery.py`` (a dead producer's turn rebuilt from its
+journal and saved once; the periodic sweep).
 """
 
 from chatgate.threads.follow import replay_run, run_log_id
+from chatgate.threads.recovery import RunRecovery, sweep_dead_runs
 from chatgate.threads.run import checkpoint_runs, close_thread_runs
 from chatgate.threads.stage import ThreadServices, open_thread_turn
 from chatgate.threads.stop import request_stop, stop_and_wait
 
 __all__ = [
+    "RunRecovery",
     "ThreadServices",
     "checkpoint_runs",
     "close_thread_runs",
@@ -20,4 +24,5 @@ __all__ = [
     "request_stop",
     "run_log_id",
     "stop_and_wait",
+    "sweep_dead_runs",
 ]

@@ -5,8 +5,12 @@
 when the client hangs up, the run goes on to the end and is saved (``[store] finish_on_disconnect``,
 the default), or is cancelled and what it said so far is saved as ``partial``. The turn is assembled
 in memory (``TurnRecorder``) and written at the end; every ``CHECKPOINT_SECONDS`` a checkpoint
-rewrites it as ``partial`` and refreshes the run's heartbeat, so a process killed mid-stream leaves
-at most that much unsaved, and its thread is freed once the heartbeat is stale. One task per process
+rewrites it as ``partial`` and refreshes the run's heartbeat. With a Redis run log every event also
+goes into the run's journal (app/threads/journal.py), batched with its frames, so a process killed
+mid-stream loses nothing a follower received: app/threads/recovery.py rebuilds the turn from the journal
+once the run's lease lapses. With the memory run log a kill loses at most a checkpoint's worth, and the
+thread is freed once the heartbeat is stale. A turn the store refused at the end (the store down) is
+retried with backoff while the run's lease is held, so it is never lost either. One task per process
 (``checkpoint_runs``) checkpoints every running turn together, in one store transaction. Nothing is
 written per token.
 
@@ -43,16 +47,26 @@ from chatgate.run import MessageAssembler, tool_message
 from chatgate.runlog import RunEnding, RunWriter
 from chatgate.store import MessageStatus, RunningTurn, ThreadInfo, ThreadStore
 from chatgate.threads.follow import follow_run
+from chatgate.threads.journal import encode_event, encode_header
 
-__all__ = ["CHECKPOINT_SECONDS", "ThreadRun", "TurnRecorder", "checkpoint_runs", "close_thread_runs"]
+__all__ = [
+    "CHECKPOINT_SECONDS",
+    "SAVE_RETRY_SECONDS",
+    "ThreadRun",
+    "TurnRecorder",
+    "checkpoint_runs",
+    "close_thread_runs",
+]
 
 logger = logging.getLogger("chatgate.thread_run")
 
 CHECKPOINT_SECONDS = 1.0
 """How often a running turn is saved as ``partial`` (and its heartbeat refreshed)."""
 
+SAVE_RETRY_SECONDS = (0.1, 0.2, 0.5, 1.0)
+"""The waits between tries to save a finished turn the store refused; the last repeats until it answers."""
+
 _SHUTDOWN = "The server stopped; what was said so far is saved."
-_NOT_SAVED = "The conversation store is unavailable: this answer was not saved. Retry later."
 _DELTAS = (TextDelta, ReasoningDelta, ToolCallDelta)
 
 
@@ -65,6 +79,8 @@ class TurnRecorder:
 
     def __init__(self, first_id: str | None) -> None:
         self._first_id = first_id
+        self.first_id = first_id
+        """The id given to the first assistant message, if any (a run's journal header records it)."""
         self._done: list[Message] = []
         self._step: MessageAssembler | None = None
         self._step_id: str | None = None
@@ -150,6 +166,8 @@ class ThreadRun:
         self._stopping = False
         self._terminal = False  # the run's ending is decided: a stop comes too late
         self._saved = False
+        self._unsaved: MessageStatus | None = None  # the status of a turn the store refused at the end
+        self._journal = writer.keeps_journal
         self._checkpointed = False  # a checkpoint was handed this run's turn: its finish clears the copy
         self._ending: RunEnding = "failed"
         self.task = asyncio.create_task(self._drive(), name=f"thread-run {run_id}")
@@ -180,6 +198,8 @@ class ThreadRun:
 
     async def _drive(self) -> None:
         self._started = True
+        if self._journal:
+            self._writer.journal(encode_header(self._recorder.first_id))
         watching = asyncio.create_task(self._watch_stop())
         try:
             async with aclosing(self._encode(self._saved_events())) as frames:  # type: ignore[type-var]
@@ -194,9 +214,31 @@ class ThreadRun:
                 await self._save("partial")
                 self._writer.write(self._interrupted(_SHUTDOWN, "server_shutdown"))
             try:
-                await asyncio.shield(self._writer.close(self._ending))
+                await asyncio.shield(self._writer.close(self._ending, hold=self._unsaved is not None))
             except Exception:
                 logger.exception("thread run %r: closing its run log failed", self.run_id)
+            if self._unsaved is not None:
+                await self._save_until_stored(self._unsaved)
+
+    async def _save_until_stored(self, status: MessageStatus) -> None:
+        """Retry saving the finished turn until the store answers, the run's lease held meanwhile.
+
+        Cancelled (shutdown), the lease lapses and another replica recovers the turn from the journal.
+        """
+        retries = 0
+        while True:
+            await asyncio.sleep(SAVE_RETRY_SECONDS[min(retries, len(SAVE_RETRY_SECONDS) - 1)])
+            retries += 1
+            try:
+                await self._store.finish_run(self.thread, self.run_id, self._recorder.turn(), status)
+                break
+            except Exception as exc:
+                logger.warning("thread run %r: the store still refuses its turn: %s", self.run_id, exc)
+        logger.info("thread run %r: its turn is saved after %d retries", self.run_id, retries)
+        try:
+            await self._writer.release()
+        except Exception:
+            logger.exception("thread run %r: releasing its lease failed", self.run_id)
 
     async def _saved_events(self) -> AsyncIterator[RunEvent]:
         """The agent's events, the turn saved before the terminal one; a stop becomes a stopped ending."""
@@ -206,12 +248,14 @@ class ThreadRun:
                 await aclose()
             await self._save("partial")
             self._ending = "stopped"
-            yield RunFinished("other", stopped=True)
+            yield self._noted(RunFinished("other", stopped=True))
             return
         try:
             async with aclosing(self._events) as events:  # type: ignore[type-var]
                 async for event in events:
                     self._recorder.feed(event)
+                    if self._journal:
+                        self._writer.journal(encode_event(event))
                     if isinstance(event, RunFinished | RunFailed):
                         self._terminal = True
                         if isinstance(event, RunFinished):
@@ -219,9 +263,7 @@ class ThreadRun:
                             status: MessageStatus = "complete"
                         else:
                             status = "partial" if event.code == "server_shutdown" else "error"
-                        saved = await self._save(status)
-                        if not saved and isinstance(event, RunFinished):
-                            event = RunFailed(_NOT_SAVED, code="store_unavailable")  # say so, in protocol
+                        await self._save(status)
                         yield event
                         return
                     yield event
@@ -234,14 +276,20 @@ class ThreadRun:
             self._terminal = True
             await self._save("partial")
             self._ending = "stopped"
-            yield RunFinished("other", stopped=True)
+            yield self._noted(RunFinished("other", stopped=True))
             return
         # The events ended with no terminal event: the encoder ends the stream as failed.
         self._terminal = True
         await self._save("error")
 
-    async def _save(self, status: MessageStatus) -> bool:
-        """Save the turn; False when the store is unavailable. Any failure is logged, a bug with its traceback."""
+    def _noted(self, event: RunEvent) -> RunEvent:
+        """``event``, journaled (a stop's ending: a recovery then stores the turn as ``partial``)."""
+        if self._journal:
+            self._writer.journal(encode_event(event))
+        return event
+
+    async def _save(self, status: MessageStatus) -> None:
+        """Save the turn; one the store refused is retried once the stream has ended (``_save_until_stored``)."""
         self._saved = True
         try:
             finishing = self._store.finish_run(
@@ -249,11 +297,11 @@ class ThreadRun:
             )
             await asyncio.shield(finishing)
         except StoreUnavailable as exc:
-            logger.warning("thread run %r: the turn was not saved: %s", self.run_id, exc)
-            return False
+            logger.warning("thread run %r: the turn was not saved, retrying: %s", self.run_id, exc)
+            self._unsaved = status
         except Exception:
-            logger.exception("thread run %r: saving the turn failed", self.run_id)
-        return True
+            logger.exception("thread run %r: saving the turn failed, retrying", self.run_id)
+            self._unsaved = status
 
     async def _watch_stop(self) -> None:
         await self._writer.stop_requested()

@@ -39,6 +39,7 @@ from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, T
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.plan import nothing_to_answer, plan_turn
+from chatgate.threads.recovery import RunRecovery
 from chatgate.threads.run import ThreadRun, TurnRecorder
 
 __all__ = ["MAX_THREAD_ID", "ThreadServices", "ThreadTurn", "open_thread_turn", "thread_agent"]
@@ -62,6 +63,8 @@ class ThreadServices:
     runs: set[ThreadRun]
     """The runs going on in this process, checkpointed together and closed at shutdown."""
     metrics: Metrics | None = None
+    recovery: RunRecovery | None = None
+    """Saves the turn of a run whose producer died (a Redis run log keeps its journal)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +91,11 @@ async def open_thread_turn(
     """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
 
     ``services`` is None when no store is open; ``config`` is the agents' config (it may have been reloaded).
+    A thread held by a run whose producer died is first recovered (``services.recovery``, recovery.py).
     """
     if services is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
-    store, run_log, metrics = services.store, services.run_log, services.metrics
+    store, run_log, metrics, recovery = services.store, services.run_log, services.metrics, services.recovery
     base_dir, finish_on_disconnect = config.base_dir, config.store.finish_on_disconnect
     if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
         raise RequestError(
@@ -107,6 +111,9 @@ async def open_thread_turn(
     try:
         for attempt in range(_ATTEMPTS):
             known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
+            if known is not None and known.active_run is not None and recovery is not None:  # noqa: SIM102
+                if await recovery.recover(known):  # its producer died: its turn is saved, the thread is free
+                    known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
             stored: list[StoredMessage] = await store.messages(known) if known is not None else []
             running = known is not None and known.active_run is not None
             plan = plan_turn(
@@ -118,7 +125,7 @@ async def open_thread_turn(
                 approves=approves,
             )
             if plan.action == "follow" and known is not None and known.active_run is not None:
-                replay = await _follow(run_log, known.active_run, stored, agent, protocol)
+                replay = await _follow(run_log, known, stored, agent, protocol, recovery)
                 if replay is not None:
                     return ThreadTurn(replay)
                 # Nothing to follow (the run's producer died, or its log expired): as if no run held it.
@@ -195,12 +202,23 @@ async def open_thread_turn(
 
 
 async def _follow(
-    run_log: RunLog, run_id: str, stored: list[StoredMessage], agent: Agent, protocol: UIProtocol
+    run_log: RunLog,
+    known: ThreadInfo,
+    stored: list[StoredMessage],
+    agent: Agent,
+    protocol: UIProtocol,
+    recovery: RunRecovery | None,
 ) -> AsyncGenerator[bytes, None] | None:
-    """The running run's stream from its start (the resume path), or None when it cannot be replayed."""
+    """The running run's stream from its start (the resume path), or None when it cannot be replayed.
+
+    A follower that finds the producer dead recovers its turn (``recovery``) before its error ending.
+    """
+    run_id = known.active_run
+    assert run_id is not None
     before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != run_id]
     ending = partial(protocol.interrupted, agent.config)
-    return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before))
+    lost = partial(recovery.recover, known) if recovery is not None else None
+    return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before), lost)
 
 
 async def _unchanged(store: ThreadStore, caller: Caller, agent: Agent, known: ThreadInfo) -> bool:

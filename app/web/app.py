@@ -34,9 +34,16 @@ from chatgate.providers import upstream_client
 from chatgate.redis_client import connect_redis
 from chatgate.run import AgentRegistry, run_agent
 from chatgate.run_input import RunInput
-from chatgate.store import ThreadBusy, ThreadError, UnknownThread, open_store
+from chatgate.store import BUSY_RETRY_AFTER, ThreadBusy, ThreadError, UnknownThread, open_store
 from chatgate.telemetry import Metrics, label_request, loggable, metrics_endpoint, observe_request
-from chatgate.threads import ThreadServices, checkpoint_runs, close_thread_runs, open_thread_turn
+from chatgate.threads import (
+    RunRecovery,
+    ThreadServices,
+    checkpoint_runs,
+    close_thread_runs,
+    open_thread_turn,
+    sweep_dead_runs,
+)
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import add_check, readyz
@@ -128,9 +135,17 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
+            if app.state.store is not None:
+                names = [protocol.name for protocol in protocols]
+                app.state.recovery = RunRecovery(app.state.store, app.state.run_log, names)
             app.state.threads = (
                 ThreadServices(
-                    app.state.store, app.state.run_log, app.state.stopping, app.state.thread_runs, app.state.metrics
+                    app.state.store,
+                    app.state.run_log,
+                    app.state.stopping,
+                    app.state.thread_runs,
+                    app.state.metrics,
+                    app.state.recovery,
                 )
                 if app.state.store is not None
                 else None
@@ -145,6 +160,8 @@ def create_app(
             background = [asyncio.create_task(watcher.run())] if watcher is not None else []
             if app.state.store is not None:
                 background.append(asyncio.create_task(checkpoint_runs(app.state.store, app.state.thread_runs)))
+                if app.state.redis is not None:  # only a Redis run log keeps journals to recover from
+                    background.append(asyncio.create_task(sweep_dead_runs(app.state.store, app.state.recovery)))
             try:
                 yield
             finally:
@@ -193,6 +210,7 @@ def create_app(
     app.state.metrics = Metrics()
     app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
     app.state.thread_runs = set()
+    app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
     return app
 
 
@@ -293,17 +311,17 @@ async def _request_error_handler(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
-_THREAD_ERRORS: dict[type[ThreadError], tuple[int, str]] = {
-    UnknownThread: (404, "unknown_thread"),
-    ThreadBusy: (409, "thread_busy"),
+_THREAD_ERRORS: dict[type[ThreadError], tuple[int, str, dict[str, str]]] = {
+    UnknownThread: (404, "unknown_thread", {}),
+    ThreadBusy: (409, "thread_busy", {"Retry-After": str(BUSY_RETRY_AFTER)}),
 }
 """The HTTP answer to each of the store's refusals."""
 
 
 async def _thread_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ThreadError)
-    status, code = _THREAD_ERRORS[type(exc)]
-    return error_response(RequestError(status, code, str(exc)))
+    status, code, headers = _THREAD_ERRORS[type(exc)]
+    return error_response(RequestError(status, code, str(exc), headers=headers))
 
 
 async def _http_error_handler(request: Request, exc: Exception) -> Response:

@@ -29,7 +29,7 @@ from chatgate.run import AgentRegistry
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.store import ThreadStore
 from chatgate.telemetry import Metrics, label_request
-from chatgate.threads import replay_run, request_stop, run_log_id
+from chatgate.threads import RunRecovery, replay_run, request_stop, run_log_id
 from chatgate.web.sse import EventStreamResponse
 from chatgate.web.threads import caller_thread, path_thread_id, thread_context
 
@@ -65,7 +65,10 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
         if thread is None or thread.active_run is None:
             return Response(status_code=204)
         log_id = run_log_id(thread.active_run, protocol.name)
-        frames = await replay_run(request.app.state.run_log, log_id, partial(protocol.interrupted, agent.config))
+        recovery: RunRecovery | None = request.app.state.recovery
+        lost = partial(recovery.recover, thread) if recovery is not None else None
+        ending = partial(protocol.interrupted, agent.config)
+        frames = await replay_run(request.app.state.run_log, log_id, ending, lost=lost)
         if frames is None:
             return Response(status_code=204)
         metrics: Metrics = request.app.state.metrics

@@ -34,7 +34,7 @@ from chatgate.ids import ClientId, StorableText, check_thread_id
 from chatgate.protocol import UIProtocol
 from chatgate.run import Agent, AgentRegistry
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
-from chatgate.threads import stop_and_wait
+from chatgate.threads import RunRecovery, stop_and_wait
 
 __all__ = [
     "SystemMessageBody",
@@ -105,6 +105,8 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         if "prompt" not in body.model_fields_set and "system_message" not in body.model_fields_set:
             raise RequestError(422, "invalid_request", "give prompt or system_message")
         system = _system_state(agent, caller, body)
+        thread_id = request.path_params["thread_id"]
+        await _recover_dead_run(request, await store.get_thread(caller.owner, agent.name, thread_id))
         thread = await store.set_system(
             caller.owner, agent.name, thread_id, system, by=caller.key_id, revision=body.revision
         )
@@ -113,8 +115,9 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def reset_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
         thread_id = path_thread_id(request)
-        await caller_thread(store, agent, caller, thread_id)  # another owner's thread: 404 before any body
+        known = await caller_thread(store, agent, caller, thread_id)  # another owner's: 404 before any body
         body = await _body(request)
+        await _recover_dead_run(request, known)
         replace_with = body.model_fields_set & {"prompt", "system_message"}
         system = _system_state(agent, caller, body) if replace_with else None
         thread = await store.reset(
@@ -136,6 +139,13 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
 def path_thread_id(request: Request) -> str:
     """The ``{thread_id}`` of a route's path, checked by the one rule for thread ids (app/ids.py); else 422."""
     return check_thread_id("thread_id", request.path_params["thread_id"])
+
+
+async def _recover_dead_run(request: Request, thread: ThreadInfo | None) -> None:
+    """Before a change that needs the thread free: save the turn of its run if that run's producer died."""
+    recovery: RunRecovery | None = request.app.state.recovery
+    if thread is not None and thread.active_run is not None and recovery is not None:
+        await recovery.recover(thread)
 
 
 def thread_context(request: Request) -> tuple[Agent, ThreadStore, Caller]:

@@ -3,12 +3,15 @@
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import ExitStack
 
 import pytest
 import redis.asyncio as redis
 
 from chatgate.ids import new_id
 from chatgate.runlog import ProducerLost, RedisRunLog, ReplayUnavailable, RunLogLimits
+from chatgate.threads.follow import follow_run
+from tests.servers import running_redis
 
 LIMITS = RunLogLimits(lease=0.6, ttl=5.0, flush_interval=0.01)
 
@@ -132,3 +135,26 @@ async def test_a_run_longer_than_the_bound_cannot_be_replayed(redis_url: str) ->
         await producer.aclose()
         await follower.aclose()
         await client.aclose()
+
+
+async def test_a_follower_ends_in_protocol_when_redis_goes_away() -> None:
+    ending = b"data: run_log_unavailable\n\n"
+    with ExitStack() as stack:
+        url = stack.enter_context(running_redis())
+        clients = [redis.from_url(url), redis.from_url(url)]
+        producer, follower = RedisRunLog(clients[0], LIMITS), RedisRunLog(clients[1], LIMITS)
+        run_id = new_id("run")
+        writer = await producer.create(run_id)
+        writer.write(b"data: 1\n\n")
+        frames = follow_run(follower.follow(run_id), lambda message, code: f"data: {code}\n\n".encode())
+        assert await asyncio.wait_for(anext(frames), 5) == b"data: 1\n\n"
+        stack.close()  # redis-server stops mid-follow
+        rest = await asyncio.wait_for(_drain(frames), 10)
+        assert rest == [ending]  # an ending in protocol, not an exception
+        await producer.aclose()
+        for client in clients:
+            await client.aclose()
+
+
+async def _drain(frames: AsyncIterator[bytes]) -> list[bytes]:
+    return [frame async for frame in frames]
