@@ -25,6 +25,7 @@ from dataclasses import replace
 from chatgate.agents import Agent
 from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.assembly import MessageAssembler
+from chatgate.context import alternate_roles
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -165,7 +166,7 @@ async def run_agent(
             first_event_at: float | None = None
             usage: Usage | None = None
             failure: BaseException | None = None
-            stream = agent.provider.stream(replace(request, messages=tuple(history)))
+            stream = agent.provider.stream(replace(request, messages=alternate_roles(history)))
             try:
                 async for event in stream:
                     if is_stopping():

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
+from chatgate.context.roles import HISTORY_START
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -63,8 +64,6 @@ __all__ = ["AnthropicProvider", "encode_messages"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-HISTORY_START = "(The conversation so far follows.)"
-"""The user turn put before a history that starts with the assistant: the API requires a user first."""
 
 STOP_REASONS: Mapping[str, FinishReason] = {
     "end_turn": "stop",
