@@ -233,7 +233,7 @@ async def run_agent(
         yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
-        yield RunFailed(exc.public_message, code="model_error")
+        yield RunFailed(exc.public_message, code=exc.code)
     except RunError as exc:
         yield RunFailed(str(exc), code="run_error")
     except Exception:

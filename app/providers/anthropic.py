@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
+from chatgate.context.refusals import context_full, is_length_refusal
 from chatgate.context.roles import HISTORY_START
 from chatgate.errors import ProviderError
 from chatgate.events import (
@@ -174,9 +175,11 @@ class AnthropicProvider(HTTPProvider):
                 break
             elif kind == "error":
                 error = payload.get("error") or {}
+                detail = f"{self.name}: error event: {data[:500]!r}"
+                if is_length_refusal(detail):
+                    raise context_full(detail)
                 raise ProviderError(
-                    f"{self.name}: error event: {data[:500]!r}",
-                    public_message=ERROR_MESSAGES.get(error.get("type", ""), "The model failed."),
+                    detail, public_message=ERROR_MESSAGES.get(error.get("type", ""), "The model failed.")
                 )
             # ping and event types newer than this code: nothing to do
         if not finished and stop_reason is None:

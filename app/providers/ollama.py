@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
+from chatgate.context.refusals import context_full, is_length_refusal
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -132,7 +133,8 @@ class OllamaProvider(HTTPProvider):
                 yield ModelFinished("tool_calls" if called and reason == "stop" else reason)
                 return
             if "error" in line:
-                raise ProviderError(f"{self.name}: error mid-stream: {str(line['error'])[:500]}")
+                detail = f"{self.name}: error mid-stream: {str(line['error'])[:500]}"
+                raise context_full(detail) if is_length_refusal(detail) else ProviderError(detail)
         raise ProviderError(
             f"{self.name}: the stream ended without a done line", public_message="The model stream ended early."
         )
