@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeGuard
 
-from chatgate.history import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
+from chatgate.history import AssistantMessage, Message, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 
 __all__ = ["HISTORY_START", "alternate_roles"]
 
@@ -35,11 +35,29 @@ HISTORY_START = "(The conversation so far follows.)"
 
 def alternate_roles(messages: Sequence[Message]) -> tuple[Message, ...]:
     """``messages`` as the model may see them: user and assistant turns alternate. See the module docstring."""
+    # Called before every model call on the whole history: one pass of type checks (message classes
+    # are final), and the same tuple back when nothing needs changing, which is nearly always.
+    previous: type | None = None
+    for index, message in enumerate(messages):
+        kind = type(message)
+        if kind is previous and kind is not SystemMessage and kind is not ToolMessage:
+            break
+        if kind is AssistantMessage and (previous is None or previous is SystemMessage):
+            break
+        if kind is UserMessage and previous is AssistantMessage and not _says_something(messages[index - 1]):  # type: ignore[arg-type]
+            break
+        previous = kind
+    else:
+        return messages if isinstance(messages, tuple) else tuple(messages)
+    return _rewritten(messages)
+
+
+def _rewritten(messages: Sequence[Message]) -> tuple[Message, ...]:
     out: list[Message] = []
     for message in messages:
         previous = out[-1] if out else None
         if isinstance(message, UserMessage):
-            if isinstance(previous, AssistantMessage) and not previous.tool_calls and not previous.text.strip():
+            if isinstance(previous, AssistantMessage) and not _says_something(previous):
                 out.pop()  # an answer that said nothing
                 previous = out[-1] if out else None
             if isinstance(previous, UserMessage):
@@ -53,6 +71,17 @@ def alternate_roles(messages: Sequence[Message]) -> tuple[Message, ...]:
     if first < len(out) and isinstance(out[first], AssistantMessage):
         out.insert(first, UserMessage((TextPart(HISTORY_START),)))
     return tuple(out)
+
+
+def _says_something(message: AssistantMessage) -> bool:
+    """Whether an answer has text that is not blank, or a tool call."""
+    for part in message.parts:
+        kind = type(part)
+        if kind is ToolCallPart:
+            return True
+        if kind is TextPart and part.text and not part.text.isspace():  # type: ignore[union-attr]
+            return True
+    return False
 
 
 def _joins(previous: Message | None) -> TypeGuard[AssistantMessage]:
