@@ -17,6 +17,7 @@ shorter. Roles are made to alternate last (app/context/roles.py), on what is act
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -92,6 +93,7 @@ class ContextBudget:
         self._answer = answer
         self._probe = probe
         self._probed_at = -math.inf
+        self._asking: asyncio.Future[None] | None = None
 
     @property
     def waiting_for_window(self) -> bool:
@@ -107,15 +109,30 @@ class ContextBudget:
         return max(self.window - answer, 1)
 
     async def find_window(self) -> None:
-        """Ask the upstream for its window (``"auto"``); while it cannot tell, once per ``PROBE_AGAIN_SECONDS``."""
+        """Ask the upstream for its window (``"auto"``); while it cannot tell, once per ``PROBE_AGAIN_SECONDS``.
+
+        Runs starting while the question is out wait for the same answer.
+        """
         if self._probe is None or self.window is not None:
+            return
+        if self._asking is not None:
+            await asyncio.shield(self._asking)
             return
         now = time.monotonic()
         if now - self._probed_at < PROBE_AGAIN_SECONDS:
             return
         self._probed_at = now
+        asking = self._asking = asyncio.ensure_future(self._ask(self._probe))
+        asking.add_done_callback(self._asked)
+        await asyncio.shield(asking)
+
+    def _asked(self, asking: asyncio.Future[None]) -> None:
+        if self._asking is asking:
+            self._asking = None
+
+    async def _ask(self, probe: WindowProbe) -> None:
         try:
-            window = await self._probe()
+            window = await probe()
         except Exception as exc:  # any failure: this run goes without a budget, a later one asks again
             logger.warning("agent %r: could not ask the model server for its context window: %r", self.agent, exc)
             return

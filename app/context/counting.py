@@ -4,9 +4,9 @@ Each model call reports its input tokens (``Usage.input_tokens``). A thread's ne
 before plus what was added since, so its count is the reported count plus an estimate of the new
 messages only; that costs nothing per stored message. Without a reported count (the first call of a
 thread in this process, or the view changed), every message is estimated. The estimate is about 4
-characters a token plus a few tokens per message, scaled by ``ratio``: reported over estimated for the
-same prompt, learned from each real count, so a tokenizer that needs more tokens per character is
-corrected after one call. No tokenizer is ever downloaded.
+characters a token plus a few tokens per message, scaled by ``ratio`` (1.2 to begin with): reported
+over estimated for the same prompt, learned from each real count, so a tokenizer that needs more
+tokens per character is followed after a call or two. No tokenizer is ever downloaded.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ _FILE_TOKENS = 1000  # an image or document: providers count these very differen
 _THREADS_KEPT = 4096
 _LEARN_FROM = 32  # estimated tokens: a smaller new part is too noisy to learn the ratio from
 _RATIO_RANGE = (0.25, 4.0)
+_FIRST_RATIO = 1.2  # before any report: a little cautious, as denser tokenizers (code, most languages) need more
 
 
 def estimate(message: Message) -> int:
@@ -78,7 +79,7 @@ class TokenCounter:
     """One agent's learned correction and each thread's last reported count (a bounded cache in memory)."""
 
     def __init__(self) -> None:
-        self.ratio = 1.0
+        self.ratio = _FIRST_RATIO
         self._anchors: OrderedDict[str, Anchor] = OrderedDict()
 
     def anchor(self, thread: str) -> Anchor | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -107,3 +108,14 @@ async def test_auto_asks_llama_cpp_for_its_context_per_slot_once() -> None:
     assert [request.path for request in fake.requests].count("/props") == 1
     assert agent.context is not None and agent.context.window == 1024
     assert not any(text.startswith("Turn 1.") for text in texts(fake.chats[-1].body))
+
+
+async def test_runs_starting_together_wait_for_one_answer_from_props() -> None:
+    async with SmallModel(n_ctx=1024) as fake, agent_on(fake, window="auto") as agent:
+        history = tuple(message for n in range(1, 15) for message in (user(n), AssistantMessage((TextPart("ok"),))))
+        runs = [collect(run_agent(agent, RunInput(history[:-1], thread_id=f"t{n}"))) for n in range(3)]
+        ended = [events[-1] for events in await asyncio.gather(*runs)]
+    assert ended == [RunFinished("stop")] * 3
+    assert [request.path for request in fake.requests].count("/props") == 1
+    # None of the three went without the window: with none, a refusal is not retried and the run fails.
+    assert len(fake.chats) == 3 + fake.refused

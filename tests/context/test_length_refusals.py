@@ -115,3 +115,18 @@ def test_both_protocols_get_the_code_and_the_advice(serve: Serve) -> None:
     assert events[-1] == {"type": "RUN_ERROR", "message": CONTEXT_FULL, "code": CONTEXT_LENGTH_EXCEEDED}
     frames = [json.loads(line[6:]) for line in use_chat.split("\n") if line.startswith("data: {")]
     assert {"type": "error", "errorText": CONTEXT_FULL} in frames
+
+
+def test_strategy_fail_ends_both_protocols_with_the_code_before_any_model_call(serve: Serve) -> None:
+    with fake_in_thread(LLAMA_CPP) as fake:
+        agent = {"model": "up:m", "default": True, "context": {"window": 200, "strategy": "fail"}}
+        url = serve(make_config({"bot": agent}, providers={"up": provider_table("openai", fake.url)}))
+        long = "word " * 400
+        ag_ui = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": long}]}
+        events = [json.loads(line[6:]) for line in httpx.post(f"{url}/ag-ui", json=ag_ui).text.split("\n") if line]
+        message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": long}]}
+        use_chat = httpx.post(f"{url}/api/chat", json={"id": "c", "messages": [message]}).text
+    assert fake.requests == []
+    assert events[-1] == {"type": "RUN_ERROR", "message": CONTEXT_FULL, "code": CONTEXT_LENGTH_EXCEEDED}
+    frames = [json.loads(line[6:]) for line in use_chat.split("\n") if line.startswith("data: {")]
+    assert {"type": "error", "errorText": CONTEXT_FULL} in frames
