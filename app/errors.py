@@ -53,12 +53,21 @@ class ProviderError(ChatgateError):
     """The upstream model failed. ``public_message`` is what a client may see; the rest is for the log.
 
     ``retryable`` is true for failures worth retrying before any token was sent (connect errors,
-    429, 503).
+    429, 503). ``code`` is the error code the client gets (``context_length_exceeded`` when the prompt
+    did not fit the model).
     """
 
-    def __init__(self, detail: str, *, public_message: str = "The model failed.", retryable: bool = False) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        public_message: str = "The model failed.",
+        retryable: bool = False,
+        code: str = "model_error",
+    ) -> None:
         self.public_message = public_message
         self.retryable = retryable
+        self.code = code
         super().__init__(detail)
 
 

@@ -133,6 +133,12 @@ class Metrics:
             ["agent"],
             registry=registry,
         )
+        self.context_turns_dropped = Counter(
+            "chatgate_context_turns_dropped",
+            "Turns left out of the model's view to fit the agent's context window, by agent and strategy",
+            ["agent", "strategy"],
+            registry=registry,
+        )
         self.rate_limited = Counter(
             "chatgate_rate_limited_requests",
             "Requests refused by a per-key limit, by key and limit (rpm or max_concurrent_streams)",
@@ -152,6 +158,11 @@ class Metrics:
         """Count ``count`` client system messages the policy removed for ``agent``."""
         if count:
             self.system_messages_stripped.labels(agent).inc(count)
+
+    def count_dropped_turns(self, agent: str, strategy: str, count: int) -> None:
+        """Count ``count`` turns the context budget left out of a model call for ``agent``."""
+        if count:
+            self.context_turns_dropped.labels(agent, strategy).inc(count)
 
     def stream(self, protocol: str, agent: str, started: float) -> StreamMeter:
         """The meter of one stream; ``started`` is when its request arrived (``time.perf_counter()``)."""

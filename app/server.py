@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
-from chatgate.agents import AgentRegistry
+from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
 from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
@@ -225,6 +225,7 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "manage_system_prompt": agent.config.manage_system_prompt,
                 "default": default is not None and agent.name == default.name,
                 "description": agent.config.description,
+                "context": _context_info(agent),
                 "protocols": {protocol.name: f"/agents/{agent.name}/{protocol.route}" for protocol in protocols},
             }
             for agent in registry
@@ -233,6 +234,14 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
         return JSONResponse({"agents": agents})
 
     return list_agents
+
+
+def _context_info(agent: Agent) -> dict[str, Any] | None:
+    """The agent's context window (``"auto"`` until the model server said) and strategy; None without one."""
+    budget = agent.context
+    if budget is None:
+        return None
+    return {"window": budget.window if budget.window is not None else "auto", "strategy": budget.strategy}
 
 
 def _chat_endpoint(protocol: UIProtocol) -> Any:

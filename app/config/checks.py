@@ -45,6 +45,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
                     f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"
                 )
             problems += _model_settings_problems(name, agent, "builtin")
+            problems += _context_problems(name, agent, "builtin")
             continue
         try:
             provider = resolve_provider(config, agent.provider_name, environ)
@@ -52,6 +53,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
             problems.append(f"agents.{name}.model: {exc}")
             continue
         problems += _model_settings_problems(name, agent, provider.kind)
+        problems += _context_problems(name, agent, provider.kind)
     problems += _key_problems(config)
     return problems
 
@@ -70,6 +72,30 @@ def _key_problems(config: Config) -> list[str]:
         seen.setdefault(key.digest, key.id)
     if config.keys and "*" in config.server.cors_origins:
         problems.append('server.cors_origins: "*" is allowed only without [[keys]]; list the exact origins')
+    return problems
+
+
+def _context_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | Literal["builtin"]) -> list[str]:
+    from chatgate.context import answer_tokens
+
+    where = f"agents.{agent_name}.context"
+    context = agent.context
+    problems = []
+    if context.strategy == "summarize":
+        problems.append(f'{where}.strategy: "summarize" is not available yet; use "drop_oldest" or "fail"')
+    if context.summary_model is not None:
+        problems.append(f'{where}.summary_model: only used with strategy = "summarize", which is not available yet')
+    if context.window == "auto" and kind not in ("openai", "ollama"):
+        problems.append(
+            f'{where}.window: "auto" asks llama.cpp (/props) or Ollama (/api/show); the {kind} provider cannot tell,'
+            " so give the window as a number of tokens"
+        )
+    answer = answer_tokens(agent.model_settings)
+    if isinstance(context.window, int) and answer is not None and answer >= context.window:
+        problems.append(
+            f"{where}.window: {context.window} tokens leave no room for the prompt after the answer's"
+            f" {answer} (model_settings); the window holds the prompt and the answer"
+        )
     return problems
 
 

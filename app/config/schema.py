@@ -27,6 +27,7 @@ __all__ = [
     "ClientToolConfig",
     "CodeConfig",
     "Config",
+    "ContextConfig",
     "KeyConfig",
     "ProviderConfig",
     "ProviderKind",
@@ -213,6 +214,21 @@ class ProviderConfig(_Strict):
     retries: int = Field(default=2, ge=0, le=10)
 
 
+class ContextConfig(_Strict):
+    """``[agents.NAME.context]``: how much of a thread the model sees (docs/configuration.md)."""
+
+    window: int | Literal["auto"] | None = Field(default=None, description="tokens the model accepts, or auto")
+    strategy: Literal["drop_oldest", "summarize", "fail"] = "drop_oldest"
+    summary_model: str | None = Field(default=None, pattern=_MODEL)
+
+    @field_validator("window")
+    @classmethod
+    def _positive(cls, window: int | str | None) -> int | str | None:
+        if isinstance(window, int) and window <= 0:
+            raise ValueError('window is a number of tokens above 0, or "auto"')
+        return window
+
+
 class AgentConfig(_Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
@@ -231,6 +247,7 @@ class AgentConfig(_Strict):
     max_steps: int = Field(default=10, ge=1)
     conversations: Literal["client", "server"] = "client"
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
+    context: ContextConfig = Field(default_factory=ContextConfig)
 
     @field_validator("model")
     @classmethod

@@ -25,6 +25,8 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
+from chatgate.context.refusals import context_full, is_length_refusal
+from chatgate.context.roles import HISTORY_START
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -63,8 +65,6 @@ __all__ = ["AnthropicProvider", "encode_messages"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-HISTORY_START = "(The conversation so far follows.)"
-"""The user turn put before a history that starts with the assistant: the API requires a user first."""
 
 STOP_REASONS: Mapping[str, FinishReason] = {
     "end_turn": "stop",
@@ -175,9 +175,11 @@ class AnthropicProvider(HTTPProvider):
                 break
             elif kind == "error":
                 error = payload.get("error") or {}
+                detail = f"{self.name}: error event: {data[:500]!r}"
+                if is_length_refusal(detail):
+                    raise context_full(detail)
                 raise ProviderError(
-                    f"{self.name}: error event: {data[:500]!r}",
-                    public_message=ERROR_MESSAGES.get(error.get("type", ""), "The model failed."),
+                    detail, public_message=ERROR_MESSAGES.get(error.get("type", ""), "The model failed.")
                 )
             # ping and event types newer than this code: nothing to do
         if not finished and stop_reason is None:

@@ -50,6 +50,7 @@ from httpx._utils import get_environment_proxies  # the environment's proxies, p
 from pydantic_core import from_json
 
 from chatgate.config import ProviderConfig
+from chatgate.context.refusals import context_full, is_length_refusal
 from chatgate.errors import ProviderError
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
@@ -230,7 +231,9 @@ class Upstream:
             detail = self.redact(str(exc))
             if detail == str(exc):
                 raise
-            raise ProviderError(detail, public_message=exc.public_message, retryable=exc.retryable) from None
+            raise ProviderError(
+                detail, public_message=exc.public_message, retryable=exc.retryable, code=exc.code
+            ) from None
         finally:
             watchdog.close()
 
@@ -308,6 +311,8 @@ async def _drain(reads: AsyncIterator[bytes]) -> None:
 def _status_error(name: str, response: httpx.Response, excerpt: str, redact: Callable[[str], str]) -> ProviderError:
     status = response.status_code
     detail = f"{name}: HTTP {status} from {redact(str(response.request.url))}: {excerpt}"
+    if status not in RETRYABLE_STATUS and is_length_refusal(excerpt):
+        return context_full(detail)
     if status == 429:
         public = "The model provider is rate limiting requests; try again later."
     elif status in (503, 529):

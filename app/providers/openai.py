@@ -18,6 +18,7 @@ import httpx
 
 from chatgate.assembly import complete_arguments
 from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
+from chatgate.context.refusals import context_full, is_length_refusal
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -102,7 +103,8 @@ class OpenAIProvider(HTTPProvider):
             if not isinstance(chunk, dict):
                 raise malformed(self.name, f"a chunk that is not an object: {data[:200]!r}")
             if "error" in chunk or event == "error":
-                raise ProviderError(f"{self.name}: error mid-stream: {data[:500]!r}")
+                detail = f"{self.name}: error mid-stream: {data[:500]!r}"
+                raise context_full(detail) if is_length_refusal(detail) else ProviderError(detail)
             choices = chunk.get("choices")
             if choices:
                 choice = choices[0]

@@ -96,6 +96,7 @@ SETTINGS: Mapping[str, Mapping[str, Check]] = {
         "num_ctx": _positive_int,
         "think": _think,
         "keep_alive": _keep_alive,
+        "truncate": _bool,
     },
     "builtin": {
         "delay": _non_negative_number,
