@@ -6,6 +6,8 @@ server-held conversation needs it to store the answer. Parts keep the order in w
 
 from __future__ import annotations
 
+import json
+
 from pydantic_core import from_json
 
 from chatgate.events import (
@@ -33,6 +35,10 @@ def complete_arguments(arguments: str) -> bool:
         return True
     try:
         return isinstance(from_json(arguments), dict)
+    except ValueError:
+        pass
+    try:  # whole JSON that pydantic_core refuses (a lone surrogate escape) is not a cut-off call
+        return isinstance(json.loads(arguments), dict)
     except ValueError:
         return False
 
