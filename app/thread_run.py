@@ -219,7 +219,8 @@ class ThreadRun:
                             self._ending = "finished"
                             status: MessageStatus = "complete"
                         else:
-                            status = "partial" if event.code == "server_shutdown" else "error"
+                            # A run stopped on a prompt leak keeps what it said before the leak.
+                            status = "partial" if event.code in ("server_shutdown", "prompt_leak") else "error"
                         saved = await self._save(status)
                         if not saved and isinstance(event, RunFinished):
                             event = RunFailed(_NOT_SAVED, code="store_unavailable")  # say so, in protocol
