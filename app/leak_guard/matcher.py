@@ -299,7 +299,7 @@ class StreamWatch:
         if canary:
             text = "".join(words)
             at = text.rfind(canary[0])
-            if at >= 0 and canary.startswith(text[at:]):
+            if at >= 0 and (canary.startswith(text[at:]) or canary in text):
                 return True
         return False
 
