@@ -144,7 +144,8 @@ def test_leaked_tool_arguments_stay_json_and_hide_the_prompt(data: st.DataObject
     prompt = data.draw(prompts())
     words = prompt.rstrip(".").split()
     split = data.draw(st.integers(1, K - 1))  # the leak crosses two JSON strings
-    arguments = json.dumps({"q": [" ".join(words[:split]), " ".join(words[split:])], "n": 3})
+    glue = data.draw(st.sampled_from([" ", "\n", "\t", " \u00e9 ", '" '])).join  # escapes, cut anywhere
+    arguments = json.dumps({"q": [glue(words[:split]), glue(words[split:])], "n": 3})
     shown, stream = watch(data.draw(cuts(arguments)), prompt, json_args=True)
     decoded = json.loads(shown)
     assert stream.leaks and decoded["n"] == 3

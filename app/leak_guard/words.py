@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
 __all__ = ["JSON_TOKEN", "WORD", "normalized"]
 
@@ -44,9 +43,21 @@ _FORMAT = dict.fromkeys(point for point, category in enumerate(_CATEGORIES) if c
 del _CATEGORIES
 
 
-@lru_cache(maxsize=4096)
+_NORMALIZED: dict[str, tuple[str, ...]] = {}
+_CACHED = 65536
+
+
 def normalized(raw: str) -> tuple[str, ...]:
     """The words ``raw`` (one match of ``WORD``) counts as: NFKC, case-folded, split on what is left over."""
+    words = _NORMALIZED.get(raw)
+    if words is None:
+        words = _normalized(raw)
+        if len(_NORMALIZED) < _CACHED:  # a model's vocabulary is small; what is beyond is computed each time
+            _NORMALIZED[raw] = words
+    return words
+
+
+def _normalized(raw: str) -> tuple[str, ...]:
     if raw.isascii():
         lowered = raw.lower()
         return (lowered,) if "_" not in lowered else tuple(_SUBWORD.findall(lowered))
