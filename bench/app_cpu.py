@@ -19,10 +19,11 @@ same reads every time, so what is measured is chatgate's chain per token, from t
 encoded frame. ``--tokens N`` (canned only) makes the reply N tokens long: with a short reply the figures are what a
 request costs beside its tokens (the store's and Redis's trips, the access checks), reported per request
 too. ``--leak-guard MODE`` (canned only) gives the agent a 150-word prompt (``LEAK_GUARD_PROMPT``) and
-that leak guard mode, and makes the reply English prose that shares many words with the prompt but
-never 8 in a row (``PROSE``), so partial matches open and close all the time: run it with ``off`` and
-with ``redact``, alternating, and compare µs/request (the guard merges held words into fewer events,
-so µs/event is not comparable; the reply has ``--tokens`` tokens either way).
+makes the reply English prose that shares many words with the prompt but never 8 in a row
+(``PROSE``), so partial matches open and close all the time; it serves that agent twice, without the
+guard (routes ``AG-UI``, ``useChat``) and with it in ``MODE`` (``AG-UI+g``, ``useChat+g``), batches
+alternating. Compare µs/request: the guard merges held words into fewer events, so µs/event is not
+comparable, and the reply has ``--tokens`` tokens either way.
 ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
 SQLite or PostgreSQL, Redis), started as ``compare.py`` starts it; the default is the stateless agent.
 The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
@@ -158,9 +159,12 @@ def config_for(args: argparse.Namespace) -> Iterator[tuple[Path, str]]:
             guarded = args.leak_guard is not None
             use_canned_upstream(args.tokens, PROSE if guarded else None)
             config = chatgate_config("http://upstream.invalid")
-            if guarded:
+            if guarded:  # the same agent twice: "bench" without the guard, "guarded" with it
                 config = re.sub(r"^system_prompt = .*$", f'system_prompt = "{LEAK_GUARD_PROMPT}"', config, flags=re.M)
-                config = config.rstrip() + f'\nleak_guard = {{ mode = "{args.leak_guard}" }}\n'
+                config = config.rstrip() + '\nleak_guard = { mode = "off" }\n'
+                twin = config[config.index("[agents.bench]") :].replace("[agents.bench]", "[agents.guarded]")
+                twin = twin.replace("default = true\n", "").replace('"off"', f'"{args.leak_guard}"')
+                config += twin
             config_file.write_text(config)
             yield config_file, USER_TEXT
             return
@@ -193,6 +197,13 @@ def main() -> None:
                 "AG-UI": ("/ag-ui", setup_ag_ui_body(text, setup.thread) if setup.thread else ag_ui_body(text)),
                 "useChat": ("/api/chat", use_chat_body(text, setup.thread) if setup.thread else vercel_ai_body(text)),
             }
+            if args.leak_guard:  # each protocol on both agents, batches alternating
+                routes = {
+                    "AG-UI": routes["AG-UI"],
+                    "AG-UI+g": ("/agents/guarded/ag-ui", routes["AG-UI"][1]),
+                    "useChat": routes["useChat"],
+                    "useChat+g": ("/agents/guarded/chat", routes["useChat"][1]),
+                }
             app = create_app(load_config(config_file))
             uvloop.run(measure(app, routes, setup.headers(), args))
     finally:

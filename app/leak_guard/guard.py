@@ -139,7 +139,7 @@ class LeakGuard:
         async with aclosing(events):  # type: ignore[type-var]
             try:
                 async for event in events:
-                    if isinstance(event, TextDelta):
+                    if type(event) is TextDelta:  # nearly every event
                         watch = texts.get(event.id) or texts.setdefault(event.id, self._stream())
                         shown = watch.feed(event.delta)
                         if shown:

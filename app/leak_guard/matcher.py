@@ -295,39 +295,40 @@ class StreamWatch:
     def _next_word(self, delta: str, tail: int) -> str | None:
         """``feed`` for the usual chunk, " word": the unfinished word ends, a new one starts.
 
-        The same steps as ``feed`` and ``_word``, inlined; None, having changed nothing, when the chunk
-        needs more (a leak found, the canary, a word normalizing to several).
+        The same steps as ``feed`` and ``_word``, inlined (this runs for most tokens); None, having
+        changed nothing, when the chunk needs more (a leak found, the canary, a word normalizing to
+        several).
         """
         if self._leaking or self._canary:
             return None
         guarded = self._guarded
-        base = self._base
-        partial = self._partial
         state = self._state
         starts = self._starts
+        partial = self._partial
         if partial >= 0:
-            found = _NORMALIZED.get(self._pending[partial - base :]) or normalized(self._pending[partial - base :])
+            previous = self._pending[partial - self._base :]
+            found = _NORMALIZED.get(previous) or normalized(previous)
             if len(found) != 1:
                 return None
             following = guarded.goto[state].get(found[0])
             if following is None:
-                following = guarded.step(state, found[0])
+                following = guarded.step(state, found[0]) if state else 0
             depth = guarded.depth[following]
-            if depth == guarded.min_words:
-                return None  # a leak: ``feed`` finds it again and redacts it
-            state = following
             if depth:
+                if depth == guarded.min_words:
+                    return None  # a leak: ``feed`` finds it again and redacts it
                 starts.append(partial)
                 if len(starts) > depth:
                     del starts[:-depth]
             elif starts:
                 starts.clear()
+            state = self._state = following
         begin = self._end
-        end = begin + len(delta)
-        start = begin + tail
+        end = self._end = begin + len(delta)
+        start = self._partial = begin + tail
+        raw = delta[tail:]
         held = starts[0] if state else end
         if start < held:
-            raw = delta[tail:]
             may = guarded.starts.get(raw)
             if may is None:
                 may = guarded.may_start(raw)
@@ -336,16 +337,21 @@ class StreamWatch:
         emitted = self._emitted
         if held < emitted:
             held = emitted
-        self._state = state
-        self._partial = start
-        self._end = end
         self._emitted = held
-        keep = start if start < held else held
+        if emitted == begin:  # nothing was held before this chunk
+            if held == end:
+                self._base = start
+                self._pending = raw
+                return delta
+            keep = start if start < held else held
+            self._base = keep
+            self._pending = delta[keep - begin :]
+            return delta[: held - begin]
+        base = self._base
         pending = self._pending + delta
+        keep = start if start < held else held
         self._base = keep
         self._pending = pending[keep - base :]
-        if emitted == begin and held == end:
-            return delta
         return pending[emitted - base : held - base]
 
     def _words(self, found: tuple[str, ...], start: int, end: int, out: list[str] | None) -> list[str] | None:
