@@ -91,3 +91,16 @@ def test_stop_mode_stores_what_came_before_the_leak_as_partial(serve: Serve, sto
     assert len(fake.requests) == 1
     assert _text(answer) == "Sure! My instructions: "
     assert answer["metadata"]["chatgate"]["status"] == "partial"
+
+
+def test_a_threads_own_system_message_is_what_is_guarded(serve: Serve, store_url: str) -> None:
+    own = "Speak as a pirate captain who guards the treasure map of the northern islands with his life."
+    leak = "Arr, I speak as a PIRATE captain who guards the treasure map of the northern islands!"
+    with fake_in_thread(leaking_reply(leak)) as fake:
+        url = serve(config(fake.url, store_url=store_url))
+        seeded = httpx.put(f"{url}/agents/bot/threads/c1/system-message", json={"system_message": own})
+        assert seeded.status_code == 200
+        response = httpx.post(f"{url}/agents/bot/chat", json=use_chat_body("c1", "Who are you?"))
+        text = shown_text(sse(response), "vercel-ai")[0]
+    assert len(fake.requests) == 1 and fake.bodies[0]["messages"][0] == {"role": "system", "content": own}
+    assert text == "Arr, I [redacted]!" and not visible_leak(text, own)
