@@ -136,11 +136,17 @@ class LeakGuard:
         texts: dict[str, StreamWatch] = {}
         reasonings: dict[str, StreamWatch] = {}
         calls: dict[str, StreamWatch] = {}
+        text_id = ""  # the text span of the last delta, and its watch: the next delta is nearly always its
+        text = None
         async with aclosing(events):  # type: ignore[type-var]
             try:
                 async for event in events:
                     if type(event) is TextDelta:  # nearly every event
-                        watch = texts.get(event.id) or texts.setdefault(event.id, self._stream())
+                        if event.id == text_id and text is not None:
+                            watch = text
+                        else:
+                            watch = texts.get(event.id) or texts.setdefault(event.id, self._stream())
+                            text_id, text = event.id, watch
                         shown = watch.feed(event.delta)
                         if shown:
                             yield event if shown is event.delta else TextDelta(event.id, shown)
@@ -163,6 +169,7 @@ class LeakGuard:
                         if watch.leaks:
                             self._check(watch, "tool call")
                     elif isinstance(event, TextEnd):
+                        text = None
                         rest = self._finish(texts.pop(event.id, None), "text")
                         if rest:
                             yield TextDelta(event.id, rest)
@@ -179,6 +186,7 @@ class LeakGuard:
                             yield ToolCallDelta(event.tool_call_id, rest)
                         yield self._whole_arguments(event, counted=streamed is not None and bool(streamed.leaks))
                     elif isinstance(event, ModelFinished):
+                        text = None
                         for delta in self._flush(texts, reasonings, calls):
                             yield delta
                         yield event

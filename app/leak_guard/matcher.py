@@ -223,10 +223,64 @@ class StreamWatch:
         if shape is None:
             shape = _shape(delta, self._token, self._shapes)
         glued, words, tail = shape
-        if tail > 0 and not words and not glued:
-            shown = self._next_word(delta, tail)
-            if shown is not None:
-                return shown
+        if tail > 0 and not words and not glued and not self._leaking and not self._canary:
+            # The usual chunk, " word": the unfinished word ends, a new one starts. The same steps as
+            # below and in ``_word``, inlined since nearly every token comes here; a leak found, or a word
+            # normalizing to several, goes the general way instead (nothing is changed before that).
+            guarded = self._guarded
+            state = self._state
+            starts = self._starts
+            partial = self._partial
+            depth = -1
+            if partial >= 0:
+                previous = self._pending[partial - self._base :]
+                found = _NORMALIZED.get(previous) or normalized(previous)
+                if len(found) == 1:
+                    following = guarded.goto[state].get(found[0])
+                    if following is None:
+                        following = guarded.step(state, found[0]) if state else 0
+                    state = following
+                    depth = guarded.depth[state]
+                else:
+                    depth = guarded.min_words
+            if depth != guarded.min_words:
+                if depth > 0:
+                    starts.append(partial)
+                    if len(starts) > depth:
+                        del starts[:-depth]
+                elif depth == 0 and starts:
+                    starts.clear()
+                self._state = state
+                begin = self._end
+                end = self._end = begin + len(delta)
+                start = self._partial = begin + tail
+                raw = delta[tail:]
+                held = starts[0] if state else end
+                if start < held:
+                    may = guarded.starts.get(raw)
+                    if may is None:
+                        may = guarded.may_start(raw)
+                    if may:
+                        held = start
+                emitted = self._emitted
+                if held < emitted:
+                    held = emitted
+                self._emitted = held
+                if emitted == begin:  # nothing was held before this chunk
+                    if held == end:
+                        self._base = start
+                        self._pending = raw
+                        return delta
+                    keep = start if start < held else held
+                    self._base = keep
+                    self._pending = delta[keep - begin :]
+                    return delta[: held - begin]
+                base = self._base
+                pending = self._pending + delta
+                keep = start if start < held else held
+                self._base = keep
+                self._pending = pending[keep - base :]
+                return pending[emitted - base : held - base]
         base = self._base
         begin = self._end
         end = begin + len(delta)
@@ -291,68 +345,6 @@ class StreamWatch:
         self._base = self._emitted = self._end
         self._pending = ""
         return "".join(out)
-
-    def _next_word(self, delta: str, tail: int) -> str | None:
-        """``feed`` for the usual chunk, " word": the unfinished word ends, a new one starts.
-
-        The same steps as ``feed`` and ``_word``, inlined (this runs for most tokens); None, having
-        changed nothing, when the chunk needs more (a leak found, the canary, a word normalizing to
-        several).
-        """
-        if self._leaking or self._canary:
-            return None
-        guarded = self._guarded
-        state = self._state
-        starts = self._starts
-        partial = self._partial
-        if partial >= 0:
-            previous = self._pending[partial - self._base :]
-            found = _NORMALIZED.get(previous) or normalized(previous)
-            if len(found) != 1:
-                return None
-            following = guarded.goto[state].get(found[0])
-            if following is None:
-                following = guarded.step(state, found[0]) if state else 0
-            depth = guarded.depth[following]
-            if depth:
-                if depth == guarded.min_words:
-                    return None  # a leak: ``feed`` finds it again and redacts it
-                starts.append(partial)
-                if len(starts) > depth:
-                    del starts[:-depth]
-            elif starts:
-                starts.clear()
-            state = self._state = following
-        begin = self._end
-        end = self._end = begin + len(delta)
-        start = self._partial = begin + tail
-        raw = delta[tail:]
-        held = starts[0] if state else end
-        if start < held:
-            may = guarded.starts.get(raw)
-            if may is None:
-                may = guarded.may_start(raw)
-            if may:
-                held = start
-        emitted = self._emitted
-        if held < emitted:
-            held = emitted
-        self._emitted = held
-        if emitted == begin:  # nothing was held before this chunk
-            if held == end:
-                self._base = start
-                self._pending = raw
-                return delta
-            keep = start if start < held else held
-            self._base = keep
-            self._pending = delta[keep - begin :]
-            return delta[: held - begin]
-        base = self._base
-        pending = self._pending + delta
-        keep = start if start < held else held
-        self._base = keep
-        self._pending = pending[keep - base :]
-        return pending[emitted - base : held - base]
 
     def _words(self, found: tuple[str, ...], start: int, end: int, out: list[str] | None) -> list[str] | None:
         """Match the words one raw word normalized to; what a leak releases is added to ``out``."""
