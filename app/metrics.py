@@ -139,6 +139,12 @@ class Metrics:
             ["agent", "strategy"],
             registry=registry,
         )
+        self.prompt_leaks = Counter(
+            "chatgate_prompt_leaks",
+            "Answers that repeated the system prompt, by agent and leak_guard mode (redact or stop)",
+            ["agent", "mode"],
+            registry=registry,
+        )
         self.rate_limited = Counter(
             "chatgate_rate_limited_requests",
             "Requests refused by a per-key limit, by key and limit (rpm or max_concurrent_streams)",
@@ -163,6 +169,10 @@ class Metrics:
         """Count ``count`` turns the context budget left out of a model call for ``agent``."""
         if count:
             self.context_turns_dropped.labels(agent, strategy).inc(count)
+
+    def count_prompt_leak(self, agent: str, mode: str) -> None:
+        """Count one leak of the system prompt the leak guard caught in a run of ``agent`` under ``mode``."""
+        self.prompt_leaks.labels(agent, mode).inc()
 
     def stream(self, protocol: str, agent: str, started: float) -> StreamMeter:
         """The meter of one stream; ``started`` is when its request arrived (``time.perf_counter()``)."""

@@ -51,6 +51,7 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage
 from chatgate.ids import new_id
+from chatgate.leak_guard import PROMPT_LEAK_MESSAGE, PromptLeak, start_guard
 from chatgate.metrics import Metrics
 from chatgate.policy import apply_system_prompt_policy
 from chatgate.prompts import PromptRenderError, RequestFacts
@@ -158,6 +159,16 @@ async def run_agent(
     try:
         system_prompt = await _render_prompt(agent, run_input)
         request, stripped = _model_request(agent, run_input, system_prompt)
+        guard_settings = agent.config.leak_guard
+        request, guard = start_guard(  # app/leak_guard/: every model event passes it first
+            request,
+            mode=agent.config.leak_guard_mode,
+            min_words=guard_settings.min_words,
+            canary=guard_settings.canary,
+            agent=agent.name,
+            run_id=run_input.run_id,
+            metrics=metrics,
+        )
         if metrics is not None:
             metrics.count_stripped(agent.name, stripped)
         history = list(request.messages)
@@ -191,6 +202,8 @@ async def run_agent(
                 failure: BaseException | None = None
                 refused = False
                 stream = agent.provider.stream(replace(request, messages=messages))
+                if guard is not None:
+                    stream = guard.watch(stream)
                 try:
                     async for event in stream:
                         if is_stopping():
@@ -208,7 +221,7 @@ async def run_agent(
                             assembler.feed(event)
                         yield event
                 except BaseException as exc:
-                    failure = asyncio.CancelledError() if isinstance(exc, ServerStopping) else exc
+                    failure = asyncio.CancelledError() if isinstance(exc, ServerStopping | PromptLeak) else exc
                     refused = limit is None and first_event_at is None and _may_trim_further(budget, view, exc)
                     if not refused:
                         raise
@@ -281,6 +294,8 @@ async def run_agent(
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
         yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
+    except PromptLeak:  # logged by the guard, with its position and length only
+        yield RunFailed(PROMPT_LEAK_MESSAGE, code="prompt_leak")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
         yield RunFailed(exc.public_message, code=exc.code)

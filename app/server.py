@@ -223,6 +223,7 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "name": agent.name,
                 "model": agent.config.model,
                 "manage_system_prompt": agent.config.manage_system_prompt,
+                "leak_guard": agent.config.leak_guard_mode,
                 "default": default is not None and agent.name == default.name,
                 "description": agent.config.description,
                 "context": _context_info(agent),

@@ -36,6 +36,10 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
         problems += _tool_problems(name, agent, config.base_dir)
+        if agent.leak_guard.canary and agent.leak_guard_mode == "off":
+            problems.append(
+                f'agents.{name}.leak_guard.canary: the canary needs the guard on; set mode = "redact" or "stop"'
+            )
         problems += _prompt_problems(f"agents.{name}.system_prompt", agent.system_prompt, config.base_dir)
         for prompt_name, prompt in agent.prompts.items():
             problems += _prompt_problems(f"agents.{name}.prompts.{prompt_name}", prompt, config.base_dir)

@@ -29,6 +29,8 @@ __all__ = [
     "Config",
     "ContextConfig",
     "KeyConfig",
+    "LeakGuardConfig",
+    "LeakGuardMode",
     "ProviderConfig",
     "ProviderKind",
     "ProviderTimeouts",
@@ -45,6 +47,7 @@ __all__ = [
 DEFAULT_AGENT_NAME = "assistant"
 VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
 ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
+LeakGuardMode: TypeAlias = Literal["redact", "stop", "off"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _MODEL = r"^[A-Za-z0-9_.-]+:.+$"
@@ -195,6 +198,18 @@ class SystemPromptConfig(_Strict):
     timeout: float = Field(default=10.0, gt=0)
 
 
+class LeakGuardConfig(_Strict):
+    """``[agents.NAME.leak_guard]``: what happens when an answer repeats the system prompt (app/leak_guard/).
+
+    ``mode`` defaults by policy: ``"redact"`` under ``manage_system_prompt = "server"``, ``"off"`` under
+    ``"client"`` (the frontend wrote that prompt); read it through ``AgentConfig.leak_guard_mode``.
+    """
+
+    mode: LeakGuardMode | None = None
+    min_words: int = Field(default=8, ge=3, le=64)
+    canary: bool = False
+
+
 class ProviderTimeouts(_Strict):
     """``[providers.NAME.timeouts]``, in seconds (see app/providers/http.py for exactly what each bounds)."""
 
@@ -248,6 +263,7 @@ class AgentConfig(_Strict):
     conversations: Literal["client", "server"] = "client"
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
     context: ContextConfig = Field(default_factory=ContextConfig)
+    leak_guard: LeakGuardConfig = Field(default_factory=LeakGuardConfig)
 
     @field_validator("model")
     @classmethod
@@ -255,6 +271,13 @@ class AgentConfig(_Strict):
         if not re.match(_MODEL, model):
             raise ValueError(f"write the model as provider:model, e.g. openai:gpt-4.1 or builtin:echo (got {model!r})")
         return model
+
+    @property
+    def leak_guard_mode(self) -> LeakGuardMode:
+        """The leak guard's mode: as set, else ``"redact"`` under the server policy and ``"off"`` under the client's."""
+        if self.leak_guard.mode is not None:
+            return self.leak_guard.mode
+        return "redact" if self.manage_system_prompt == "server" else "off"
 
     @property
     def provider_name(self) -> str:
