@@ -162,6 +162,7 @@ class JwtConfig(_Strict):
     leeway_seconds: float = Field(default=30.0, ge=0, le=600)
     jwks_refresh_seconds: float = Field(default=60.0, ge=0)
     page_client_id: str | None = Field(default=None, min_length=1)
+    page_params: dict[str, str] = Field(default_factory=lambda: {"scope": "openid"})
 
     @field_validator("algorithms")
     @classmethod

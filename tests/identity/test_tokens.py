@@ -326,3 +326,9 @@ def test_cors_star_is_refused_with_tokens() -> None:
             auth={"jwt": {"issuer": "https://id.example.com/", "audience": "chatgate"}},
             server={"cors_origins": ["*"]},
         )
+
+
+def test_without_page_client_id_the_page_signs_nobody_in(gate: Chatgate) -> None:
+    response = httpx.get(f"{gate.url}/sign-in.json")
+    assert response.status_code == 404 and "page_client_id" in response.json()["error"]["message"]
+    assert "connect-src 'self';" in httpx.get(f"{gate.url}/").headers["content-security-policy"]
