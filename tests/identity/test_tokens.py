@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from cryptography.hazmat.primitives import serialization
 from jwt.algorithms import RSAAlgorithm
 
@@ -144,6 +145,21 @@ def test_limits_are_per_person(oidc_provider: OpenIDProvider, chatgate_for: Call
     assert gate.run(bob).status_code == 200
 
 
+def test_limits_are_per_person_across_two_replicas_through_redis(
+    oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate], redis_url: str
+) -> None:
+    redis.Redis.from_url(redis_url).flushdb()
+    config = make_config(
+        AGENTS,
+        server={"redis_url": redis_url},
+        auth={"jwt": {"issuer": oidc_provider.issuer, "audience": "chatgate", "rpm": 2}},
+    )
+    one, two = chatgate_for(config), chatgate_for(config)
+    alice, bob = oidc_provider.token("alice"), oidc_provider.token("bob")
+    assert [one.run(alice).status_code, two.run(alice).status_code, one.run(alice).status_code] == [200, 200, 429]
+    assert two.run(bob).status_code == 200
+
+
 def test_a_token_may_not_name_a_user_header(gate: Chatgate, oidc_provider: OpenIDProvider) -> None:
     response = gate.run(oidc_provider.token("alice"), **{"x-chatgate-user": "bob"})
     assert response.status_code == 403 and response.json()["error"]["code"] == "user_header_not_allowed"
@@ -210,6 +226,31 @@ def no_expiry(provider: OpenIDProvider) -> str:
 
 def not_a_jwt(provider: OpenIDProvider) -> str:
     return "not-a-key-and-not-a-token"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "a.b.c",
+        "e30.e30.",  # {} . {}
+        b64(b'{"alg":["RS256"]}') + ".e30.c2ln",
+        b64(b'{"alg":"RS256","kid":7}') + ".e30.c2ln",
+        b64(b"[1,2]") + ".e30.c2ln",
+        b64(b'{"alg":"RS256"}') + "." + "A" * 50_000 + ".c2ln",
+        b64(b'{"alg":"RS256","kid":"' + b"k" * 5000 + b'"}') + ".e30.c2ln",
+    ],
+)
+def test_malformed_tokens_are_401_never_500(gate: Chatgate, token: str) -> None:
+    response = gate.run(token)
+    assert response.status_code == 401, response.text
+    assert response.json()["error"]["code"] == "invalid_token"
+
+
+def test_a_token_of_latin1_bytes_is_401(gate: Chatgate) -> None:
+    body = {"threadId": "t", "runId": "r", "messages": [USER]}
+    headers = {"authorization": b"Bearer \xe9t\xe9.\xe9t\xe9.x"}
+    response = httpx.post(f"{gate.url}/agents/assistant/ag-ui", json=body, headers=headers)
+    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_token"
 
 
 ATTACKS: dict[str, tuple[Callable[[OpenIDProvider], str], str]] = {
