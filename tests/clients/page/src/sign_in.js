@@ -70,7 +70,8 @@ export async function finishSignIn() {
   if (query.has("error")) {
     throw new Error(`Sign-in failed: ${query.get("error_description") ?? query.get("error")}`);
   }
-  if (!pending || pending.state !== query.get("state")) {
+  const issuer = query.get("iss"); // RFC 9207: the answer names who sent it, against mix-up attacks
+  if (!pending || pending.state !== query.get("state") || (issuer !== null && issuer !== settings.issuer)) {
     throw new Error("Sign-in failed: the answer does not match this tab's request. Reload to sign in again.");
   }
   const ok = await tokenRequest({
