@@ -67,7 +67,12 @@ def error_kind(error: BaseException) -> str:
 
 
 def key_label(caller: Caller) -> str:
-    """The ``key`` label of a caller: its key id, or ``""`` when no keys are configured."""
+    """The ``key`` label of a caller: its key id, ``"(token)"`` for any signed-in person, or ``""`` (no keys).
+
+    A person gets no label of their own: one label value per person would grow the metrics without end.
+    """
+    if caller.person is not None:
+        return "(token)"
     return caller.key_id or ""
 
 

@@ -11,6 +11,10 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
   rate and stream limits and the run log go through Redis;
 - under the leak guard: a 150-word prompt (``LEAK_GUARD_PROMPT``) and ``leak_guard.mode = "redact"``, in
   the relay scenarios only (``builtin:echo`` quotes its prompt, so its reply would be redacted short).
+- a person with a token: ``[auth.jwt]`` with per-person ``rpm`` and ``max_concurrent_streams`` (as the
+  key's) instead of a key; every request carries the same access token, signed by the real OpenID
+  provider of the tests (tests/oidc, started on first use and stopped at exit), so the first request
+  fetches the JWKS and verifies it and the rest find it in the cache. Compare it with "keys+limits".
 
 A stored-thread request always starts a new thread: its ids hold ``UNIQUE``, which ``load.py`` replaces
 per request. PostgreSQL and Redis are started by ``Services`` on first use (tests/servers.py: loopback,
@@ -19,11 +23,13 @@ free ports, stopped by PID).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -35,6 +41,7 @@ from load import UNIQUE
 from stream_cpu import ACCESS_HEADERS, ACCESS_KEY, ORIGIN
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
+from tests.oidc_provider import OpenIDProvider, running_oidc_provider
 from tests.servers import running_postgres, running_redis
 
 # Far above what the benchmark reaches (concurrency 10): they are checked on every request, never hit.
@@ -59,6 +66,7 @@ class Setup:
     keys: bool = False
     redis: bool = False
     leak_guard: bool = False
+    token: bool = False
 
     @property
     def thread(self) -> bool:
@@ -67,6 +75,8 @@ class Setup:
 
     def headers(self) -> dict[str, str]:
         """The headers every request to this setup carries."""
+        if self.token:
+            return {"authorization": f"Bearer {bench_token()}", "origin": ORIGIN}
         return dict(ACCESS_HEADERS) if self.keys else {}
 
 
@@ -78,6 +88,7 @@ SETUPS = (
     Setup("thread Postgres", "chatgate-postgres", store="postgres"),
     Setup("thread+keys+Redis", "chatgate-production", store="postgres", keys=True, redis=True),
     Setup("leak guard", "chatgate-leak-guard", leak_guard=True),
+    Setup("token+limits", "chatgate-token", token=True),
 )
 
 LEAK_GUARD_PROMPT = (
@@ -97,6 +108,25 @@ def with_leak_guard(base: str, mode: str) -> str:
     """``base`` (its agent table last) with ``LEAK_GUARD_PROMPT`` as the agent's prompt and the guard in ``mode``."""
     config = re.sub(r"^system_prompt = .*$", f'system_prompt = "{LEAK_GUARD_PROMPT}"', base, flags=re.M)
     return config.rstrip() + f'\nleak_guard = {{ mode = "{mode}" }}\n'
+
+
+_issuer: list[OpenIDProvider] = []
+
+
+def bench_issuer() -> OpenIDProvider:
+    """The OpenID provider of the token setup, started on first use and stopped when the process exits."""
+    if not _issuer:
+        stack = ExitStack()
+        _issuer.append(stack.enter_context(running_oidc_provider()))
+        atexit.register(stack.close)
+    return _issuer[0]
+
+
+def bench_token() -> str:
+    """One access token of the bench's person, signed by the provider's key, valid for a day."""
+    now = int(time.time())
+    claims = {"iss": bench_issuer().issuer, "aud": "chatgate", "sub": "bench-person", "iat": now, "exp": now + 86400}
+    return bench_issuer().sign(claims)
 
 
 class Services:
@@ -158,6 +188,10 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         digest = hashlib.sha256(ACCESS_KEY.encode()).hexdigest()
         key = {"id": "bench", "sha256": digest, "rpm": KEY_RPM, "max_concurrent_streams": KEY_MAX_STREAMS}
         tables.append(toml_table("[keys]", key))
+    if setup.token:
+        server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
+        person = {"issuer": bench_issuer().issuer, "audience": "chatgate"}
+        tables.append(toml_table("auth.jwt", {**person, "rpm": KEY_RPM, "max_concurrent_streams": KEY_MAX_STREAMS}))
     if setup.redis:
         server["redis_url"] = services.redis_url()
     if server:

@@ -74,8 +74,15 @@ def _key_problems(config: Config) -> list[str]:
         if key.digest in seen:  # the secret itself is never named
             problems.append(f"keys.{index}: key {key.id!r} has the same secret as key {seen[key.digest]!r}")
         seen.setdefault(key.digest, key.id)
-    if config.keys and "*" in config.server.cors_origins:
-        problems.append('server.cors_origins: "*" is allowed only without [[keys]]; list the exact origins')
+    jwt = config.auth.jwt
+    if jwt is not None:
+        problems += [
+            f"auth.jwt.agents: no agent named {agent!r}" for agent in jwt.agents or () if agent not in config.agents
+        ]
+    if (config.keys or jwt is not None) and "*" in config.server.cors_origins:
+        problems.append(
+            'server.cors_origins: "*" is allowed only without [[keys]] or [auth.jwt]; list the exact origins'
+        )
     return problems
 
 

@@ -23,11 +23,14 @@ __all__ = [
     "DEFAULT_AGENT_NAME",
     "OLLAMA_DEFAULT_HOST",
     "OPENAI_DEFAULT_BASE_URL",
+    "AdminClaimConfig",
     "AgentConfig",
+    "AuthConfig",
     "ClientToolConfig",
     "CodeConfig",
     "Config",
     "ContextConfig",
+    "JwtConfig",
     "KeyConfig",
     "LeakGuardConfig",
     "LeakGuardMode",
@@ -131,6 +134,58 @@ class KeyConfig(_Strict):
             return bytes.fromhex(self.sha256)
         assert self.key is not None
         return hashlib.sha256(self.key.encode()).digest()
+
+
+_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+class AdminClaimConfig(_Strict):
+    """``[auth.jwt] admin_claim``: a token whose ``claim`` is ``value`` (or lists it) is an admin's."""
+
+    claim: str = Field(min_length=1)
+    value: str = Field(min_length=1)
+
+
+class JwtConfig(_Strict):
+    """``[auth.jwt]``: people signed in with an OpenID provider, calling with its access tokens (docs/identity.md).
+
+    ``issuer`` is what every token's ``iss`` must be; its keys come from ``jwks_url`` or, without it, from
+    the issuer's discovery document. A sibling ``budget`` table belongs to usage budgets.
+    """
+
+    issuer: str = Field(pattern=r"^https?://\S+$")
+    jwks_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    audience: str = Field(min_length=1)
+    algorithms: tuple[str, ...] = Field(default=("RS256", "ES256", "EdDSA"), min_length=1)
+    user_claim: str = Field(default="sub", min_length=1)
+    agents: tuple[str, ...] | None = None
+    agents_claim: str | None = Field(default=None, min_length=1)
+    admin_claim: AdminClaimConfig | None = None
+    rpm: int | None = Field(default=None, gt=0)
+    max_concurrent_streams: int | None = Field(default=None, gt=0)
+    leeway_seconds: float = Field(default=30.0, ge=0, le=600)
+    jwks_refresh_seconds: float = Field(default=60.0, ge=0)
+    page_client_id: str | None = Field(default=None, min_length=1)
+    page_params: dict[str, str] = Field(default_factory=lambda: {"scope": "openid"})
+
+    @field_validator("algorithms")
+    @classmethod
+    def _signed_with_a_public_key(cls, algorithms: tuple[str, ...]) -> tuple[str, ...]:
+        for alg in algorithms:
+            if alg.lower() == "none" or alg.upper().startswith("HS"):
+                raise ValueError(
+                    f"{alg!r} is refused: tokens must be signed with the issuer's private key "
+                    f"(one of {', '.join(_TOKEN_ALGORITHMS)})"
+                )
+            if alg not in _TOKEN_ALGORITHMS:
+                raise ValueError(f"unknown algorithm {alg!r}; use one of {', '.join(_TOKEN_ALGORITHMS)}")
+        return algorithms
+
+
+class AuthConfig(_Strict):
+    """``[auth]``: ways to sign in besides ``[[keys]]``."""
+
+    jwt: JwtConfig | None = None
 
 
 class StoreSettings(_Strict):
@@ -301,6 +356,7 @@ class Config(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
     keys: tuple[KeyConfig, ...] = ()
+    auth: AuthConfig = Field(default_factory=AuthConfig)
 
     @field_validator("keys")
     @classmethod
