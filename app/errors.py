@@ -15,6 +15,8 @@ ChatgateError
 ├── ReplayUnavailable     runlog/: a run's log no longer holds its start
 ├── ApprovalLedgerError   approvals/: the ledger cannot be asked; nothing runs on that approval
 ├── PromptRenderError     run/prompts.py: a system prompt cannot be rendered
+├── PromptLeak            leak_guard/: an answer repeats the system prompt; the run stops
+├── KeysUnavailable       identity/: the issuer's signing keys cannot be fetched
 ├── RunError              run/runner.py: a run cannot go on; the message is safe for the client
 └── ServerStopping        run/runner.py: the server is shutting down; the run ends in protocol
 """
@@ -27,20 +29,20 @@ from typing import Any, Literal, TypeAlias, get_args
 from starlette.responses import JSONResponse
 
 __all__ = [
-    "PROVIDER_ERROR_CODES",
+    "PROVIDER_ERROR_KINDS",
     "ChatgateError",
     "ConfigError",
     "ProviderError",
-    "ProviderErrorCode",
+    "ProviderErrorKind",
     "RequestError",
     "StoreUnavailable",
     "error_response",
 ]
 
-ProviderErrorCode: TypeAlias = Literal[
+ProviderErrorKind: TypeAlias = Literal[
     "connect", "rate_limited", "overloaded", "upstream_5xx", "rejected", "timeout", "interrupted", "other"
 ]
-PROVIDER_ERROR_CODES: tuple[ProviderErrorCode, ...] = get_args(ProviderErrorCode)
+PROVIDER_ERROR_KINDS: tuple[ProviderErrorKind, ...] = get_args(ProviderErrorKind)
 """The kinds of upstream failure, as metrics label them."""
 
 
@@ -91,8 +93,9 @@ class ProviderError(ChatgateError):
     """The upstream model failed. ``public_message`` is what a client may see; the rest is for the log.
 
     ``retryable`` is true for failures worth retrying before any token was sent (connect errors,
-    429, 503). ``code`` is the failure's stable kind, one of ``PROVIDER_ERROR_CODES``: metrics label on
-    it, never on the wording of ``public_message``.
+    429, 503). ``code`` is the error code the client gets (``context_length_exceeded`` when the prompt
+    did not fit the model). ``kind`` is the failure's stable kind for metrics, one of
+    ``PROVIDER_ERROR_KINDS``: metrics label on it, never on the wording of ``public_message``.
     """
 
     def __init__(
@@ -101,11 +104,13 @@ class ProviderError(ChatgateError):
         *,
         public_message: str = "The model failed.",
         retryable: bool = False,
-        code: ProviderErrorCode = "other",
+        code: str = "model_error",
+        kind: ProviderErrorKind = "other",
     ) -> None:
         self.public_message = public_message
         self.retryable = retryable
         self.code = code
+        self.kind = kind
         super().__init__(detail)
 
 

@@ -7,6 +7,7 @@ the provider gave them (``tool_call_id``), never by an internal id.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -142,5 +143,9 @@ def complete_arguments(arguments: str) -> bool:
         return True
     try:
         return isinstance(from_json(arguments), dict)
+    except ValueError:
+        pass
+    try:  # whole JSON that pydantic_core refuses (a lone surrogate escape) is not a cut-off call
+        return isinstance(json.loads(arguments), dict)
     except ValueError:
         return False

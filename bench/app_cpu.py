@@ -1,7 +1,7 @@
 """The app's own CPU per streamed event, in process: chatgate's ASGI app driven directly, no socket.
 
     .venv/bin/python bench/app_cpu.py [--model builtin|relay|canned] [--rounds 7] [--requests 200] [--pace-ms 0]
-        [--setup "thread+keys+Redis"] [--tokens 200]
+        [--setup "thread+keys+Redis"] [--tokens 200] [--leak-guard off|redact|stop]
 
 The socket benchmarks (stream_cpu.py, relay_cpu.py) count uvicorn and the kernel too, and their noise
 (about ±10% a round on a shared machine) hides a change of a few percent. Here the benchmark calls the
@@ -18,7 +18,13 @@ fake upstream's frames, one read per frame, as a paced upstream does): no socket
 same reads every time, so what is measured is chatgate's chain per token, from the read to the
 encoded frame. ``--tokens N`` (canned only) makes the reply N tokens long: with a short reply the figures are what a
 request costs beside its tokens (the store's and Redis's trips, the access checks), reported per request
-too. ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
+too. ``--leak-guard MODE`` (canned only) gives the agent a 150-word prompt (``setups.LEAK_GUARD_PROMPT``) and
+makes the reply English prose that shares many words with the prompt but never 8 in a row
+(``PROSE``), so partial matches open and close all the time; it serves that agent twice, without the
+guard (routes ``AG-UI``, ``useChat``) and with it in ``MODE`` (``AG-UI+g``, ``useChat+g``), batches
+alternating. Compare µs/request: the guard merges held words into fewer events, so µs/event is not
+comparable, and the reply has ``--tokens`` tokens either way.
+``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
 SQLite or PostgreSQL, Redis), started as ``compare.py`` starts it; the default is the stateless agent.
 The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
 not a test. To compare two versions of the code, run the same command with each version's
@@ -43,7 +49,7 @@ from fake_openai import reply_frames
 from harness import running
 from load import UNIQUE
 from relay_cpu import USER_TEXT, chatgate_config
-from setups import SETUPS, STATELESS, Services, setup_config, use_chat_body
+from setups import SETUPS, STATELESS, Services, setup_config, use_chat_body, with_leak_guard
 from setups import ag_ui_body as setup_ag_ui_body
 from stream_cpu import CONFIG, ag_ui_body, drive, user_text, vercel_ai_body
 
@@ -52,6 +58,15 @@ from chatgate.config import load_config
 from chatgate.web.app import create_app
 
 TOKENS = 200
+
+PROSE_TEXT = (
+    "Thanks for your message! The tent you ordered can be returned if it is unused and still in the box. "
+    "You will pay the shipping for the return, but if the product is faulty we cover it. Our sleeping bags "
+    "come in three sizes, and the stoves work with most gas canisters. If you have a question about the "
+    "delivery of your hiking boots, I can pass it to a person on our team who will answer within a day. "
+    "Is there anything else I can help you with today?"
+)
+PROSE = PROSE_TEXT.split()
 
 
 async def request(app: Any, path: str, body: bytes, headers: dict[str, str]) -> int:
@@ -78,7 +93,8 @@ async def measure(
     async with app.router.lifespan_context(app):
         for name, (path, body) in routes.items():
             events = await request(app, path, body, headers)
-            assert events > args.tokens, f"{name}: {events} events; the reply did not come through whole"
+            least = args.tokens // 2 if args.leak_guard else args.tokens  # the guard merges held words
+            assert events > least, f"{name}: {events} events; the reply did not come through whole"
             for _ in range(args.warmup):
                 await request(app, path, body, headers)
         for number in range(args.rounds):
@@ -103,9 +119,9 @@ async def measure(
         )
 
 
-def use_canned_upstream(tokens: int) -> None:
+def use_canned_upstream(tokens: int, words: list[str] | None = None) -> None:
     """Give chatgate an upstream client whose every answer is the fake upstream's reply, from memory."""
-    frames = reply_frames(tokens)
+    frames = reply_frames(tokens, words)
 
     async def body() -> AsyncIterator[bytes]:
         for frame in frames:
@@ -129,8 +145,15 @@ def config_for(args: argparse.Namespace) -> Iterator[tuple[Path, str]]:
             yield config_file, user_text()
             return
         if args.model == "canned":
-            use_canned_upstream(args.tokens)
-            config_file.write_text(chatgate_config("http://upstream.invalid"))
+            guarded = args.leak_guard is not None
+            use_canned_upstream(args.tokens, PROSE if guarded else None)
+            config = chatgate_config("http://upstream.invalid")
+            if guarded:  # the same agent twice: "bench" without the guard, "guarded" with it
+                config = with_leak_guard(config, "off")
+                twin = config[config.index("[agents.bench]") :].replace("[agents.bench]", "[agents.guarded]")
+                twin = twin.replace("default = true\n", "").replace('"off"', f'"{args.leak_guard}"')
+                config += twin
+            config_file.write_text(config)
             yield config_file, USER_TEXT
             return
         with running("upstream", f"{TOKENS},{args.pace_ms}") as upstream:
@@ -146,10 +169,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20, help="requests per route before measuring")
     parser.add_argument("--pace-ms", type=float, default=0.0, help="relay: upstream delay before each token")
     parser.add_argument("--tokens", type=int, default=TOKENS, help="canned: the reply's length in tokens")
+    parser.add_argument("--leak-guard", choices=["off", "redact", "stop"], help="canned: a long prompt, this mode")
     parser.add_argument("--setup", choices=[s.label for s in SETUPS if s.label], help="setups.py's setup")
     args = parser.parse_args()
-    if args.tokens != TOKENS and args.model != "canned":
-        parser.error("--tokens is for --model canned")
+    if (args.tokens != TOKENS or args.leak_guard) and args.model != "canned":
+        parser.error("--tokens and --leak-guard are for --model canned")
     setup = next((s for s in SETUPS if s.label == args.setup), STATELESS)
     services = Services()
     try:
@@ -161,6 +185,13 @@ def main() -> None:
                 "AG-UI": ("/ag-ui", setup_ag_ui_body(text, setup.thread) if setup.thread else ag_ui_body(text)),
                 "useChat": ("/api/chat", use_chat_body(text, setup.thread) if setup.thread else vercel_ai_body(text)),
             }
+            if args.leak_guard:  # each protocol on both agents, batches alternating
+                routes = {
+                    "AG-UI": routes["AG-UI"],
+                    "AG-UI+g": ("/agents/guarded/ag-ui", routes["AG-UI"][1]),
+                    "useChat": routes["useChat"],
+                    "useChat+g": ("/agents/guarded/chat", routes["useChat"][1]),
+                }
             app = create_app(load_config(config_file))
             uvloop.run(measure(app, routes, setup.headers(), args))
     finally:

@@ -140,7 +140,7 @@ def scenarios(tmp: Path) -> list[Scenario]:
             Variant(
                 "floor, send per event (useChat)", "floor-use-chat-events", "/api/chat", use_chat, UI_STREAM_MARKER
             ),
-            *chatgate_variants(text, *builtin_floors),
+            *chatgate_variants(text, *builtin_floors, builtin=True),
             *peer_variants,
         ],
     )
@@ -184,17 +184,22 @@ def chatgate_servers(
 
         return start
 
-    return {setup.server: starter(setup) for setup in SETUPS}
+    return {setup.server: starter(setup) for setup in SETUPS if not (setup.leak_guard and scenario == "builtin")}
 
 
-def chatgate_variants(text: str, ag_ui_floor: str, use_chat_floor: str) -> list[Variant]:
-    """chatgate's variants, both protocols for every setup; only the stateless ones are compared with the peers."""
+def chatgate_variants(text: str, ag_ui_floor: str, use_chat_floor: str, *, builtin: bool = False) -> list[Variant]:
+    """chatgate's variants, both protocols for every setup; only the stateless ones are compared with the peers.
+
+    The leak guard's setup is left out of ``builtin``: builtin:echo quotes the prompt it guards.
+    """
     variants = []
     routes = (
         ("AG-UI", "/ag-ui", ag_ui_body, AG_UI_MARKER, ag_ui_floor, "pydantic-ai AGUIAdapter"),
         ("useChat", "/api/chat", use_chat_body, UI_STREAM_MARKER, use_chat_floor, "pydantic-ai VercelAIAdapter"),
     )
     for setup in SETUPS:
+        if builtin and setup.leak_guard:
+            continue
         suffix = f", {setup.label}" if setup.label else ""
         for route, path, body, marker, floor, peer in routes:
             peers = (peer, "AI SDK Node server") if setup == STATELESS else ()

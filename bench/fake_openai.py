@@ -28,8 +28,15 @@ def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
-def reply_frames(tokens: int) -> list[bytes]:
-    """The upstream body, one entry per send: role chunk, ``tokens`` content chunks, finish, usage, DONE."""
+def _token(n: int, words: list[str] | None) -> str:
+    return f"word{n:03d} " if words is None else f" {words[n % len(words)]}"
+
+
+def reply_frames(tokens: int, words: list[str] | None = None) -> list[bytes]:
+    """The upstream body, one entry per send: role chunk, ``tokens`` content chunks, finish, usage, DONE.
+
+    Each token is ``wordNNN `` or, given ``words``, the next of them with a leading space, in turn.
+    """
     usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": 12 + tokens}
     usage_chunk = {
         "id": "chatcmpl-bench",
@@ -41,7 +48,7 @@ def reply_frames(tokens: int) -> list[bytes]:
     }
     return [
         _chunk({"role": "assistant", "content": ""}),
-        *(_chunk({"content": f"word{n:03d} "}) for n in range(tokens)),
+        *(_chunk({"content": _token(n, words)}) for n in range(tokens)),
         _chunk({}, "stop"),
         b"data: " + json.dumps(usage_chunk, separators=(",", ":")).encode() + b"\n\n",
         b"data: [DONE]\n\n",

@@ -49,7 +49,7 @@ async def _reader(client: str) -> tuple[Reader, Callable[[], Awaitable[None]]]:
         else:
             import httpx as httpx_like  # type: ignore[no-redef]
         if client == "chatgate":
-            from chatgate.providers.http import upstream_client
+            from chatgate.providers.client import upstream_client
 
             session: Any = upstream_client()
         else:

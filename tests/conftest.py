@@ -19,6 +19,7 @@ from starlette.types import ASGIApp
 
 from chatgate.config import Config, parse_config
 from chatgate.web.app import create_app
+from tests.oidc_provider import OpenIDProvider, running_oidc_provider
 from tests.servers import running_postgres, running_redis
 
 CLIENTS_DIR = Path(__file__).parent / "clients"
@@ -141,3 +142,10 @@ def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server on loopback for the whole session."""
     with running_postgres() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[OpenIDProvider]:
+    """A real OpenID provider (npm ``oidc-provider``) on loopback for the whole session."""
+    with running_oidc_provider() as provider:
+        yield provider

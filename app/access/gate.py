@@ -1,8 +1,9 @@
 """The access layer's request path: who is calling, and whether it may go on.
 
 ``AccessMiddleware`` runs before routing on every HTTP request except the open probes (``/healthz``,
-``/readyz``): it authenticates the key (app/access/keys.py), puts the ``Caller`` in the scope for
-``caller_of``, and counts the request against the key's ``rpm``. It never wraps ``send``, so a stream's
+``/readyz``): it authenticates the key (app/access/keys.py) or the sign-in token (app/identity/),
+puts the ``Caller`` in the scope for ``caller_of``, and counts the request against the key's (or the
+person's) ``rpm``. It never wraps ``send``, so a stream's
 frames pass it untouched. The chat endpoint then calls ``check_agent`` and, once the request is
 known to be valid and before anything runs for it, ``hold_stream_slot`` for the key's
 ``max_concurrent_streams``.
@@ -24,6 +25,7 @@ from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
 from chatgate.errors import RequestError, error_response
+from chatgate.identity import TokenVerifier
 
 if TYPE_CHECKING:
     from chatgate.run import Agent, AgentRegistry
@@ -35,10 +37,15 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 
 
 class _Access:
-    """Per app: the key ring of the current config and the in-process counters (kept across reloads)."""
+    """Per app: the key ring of the current config, the token verifier and the in-process counters.
+
+    The counters are kept across reloads, and so is the verifier (its keys and verified tokens) while
+    ``[auth.jwt]`` stays the same.
+    """
 
     def __init__(self) -> None:
         self._ring: KeyRing | None = None
+        self._tokens: TokenVerifier | None = None
         self._memory = MemoryLimits()
         self._redis: RedisLimits | None = None
 
@@ -46,6 +53,23 @@ class _Access:
         if self._ring is None or self._ring.config is not config:
             self._ring = KeyRing(config)  # rebuilt once per reload, not per request
         return self._ring
+
+    def tokens(self, config: Config) -> TokenVerifier:
+        settings = config.auth.jwt
+        assert settings is not None  # the ring hands on tokens only with [auth.jwt]
+        if self._tokens is None or self._tokens.settings != settings:
+            self._tokens = TokenVerifier(settings)
+        return self._tokens
+
+    def limits_of(self, config: Config, caller: Caller) -> tuple[str, int | None, int | None] | None:
+        """Whose counts ``caller`` uses, with its ``rpm`` and ``max_concurrent_streams`` (None: no limits)."""
+        if caller.person is not None:
+            settings = config.auth.jwt
+            if settings is None:
+                return None
+            return caller.owner, settings.rpm, settings.max_concurrent_streams
+        key = self.ring(config).key(caller.key_id)
+        return None if key is None else (key.id, key.rpm, key.max_concurrent_streams)
 
     def limits(self, state: Any) -> Limits:
         client = getattr(state, "redis", None)
@@ -78,13 +102,15 @@ class AccessMiddleware:
             return
         state = scope["app"].state
         access = _access(state)
-        ring = access.ring(state.agents.config)
+        config = state.agents.config
         try:
-            caller = ring.authenticate(Headers(scope=scope))
-            key = ring.key(caller.key_id)
-            if key is not None and key.rpm is not None:
+            caller = access.ring(config).authenticate(Headers(scope=scope))
+            if isinstance(caller, str):
+                caller = await access.tokens(config).caller(caller)
+            limits = access.limits_of(config, caller)
+            if limits is not None and limits[1] is not None:
                 try:
-                    await access.limits(state).admit(key.id, key.rpm)
+                    await access.limits(state).admit(limits[0], limits[1])
                 except RequestError as refused:
                     _count_refusal(state, caller, refused, "rpm")
                     raise
@@ -105,7 +131,8 @@ def _count_refusal(state: Any, caller: Caller, refused: RequestError, limit: str
 def check_agent(caller: Caller, agent: str) -> None:
     """403 unless ``caller``'s key may use ``agent``."""
     if not caller.may_use(agent):
-        raise RequestError(403, "agent_not_allowed", f"this API key may not use agent {agent!r}")
+        who = "this sign-in token" if caller.person is not None else "this API key"
+        raise RequestError(403, "agent_not_allowed", f"{who} may not use agent {agent!r}")
 
 
 def resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> Agent:
@@ -140,13 +167,15 @@ async def hold_stream_slot(
     """
     state = request.app.state
     access = _access(state)
-    key = access.ring(state.agents.config).key(caller_of(request).key_id)
-    if key is None or key.max_concurrent_streams is None:
+    limits = access.limits_of(state.agents.config, caller_of(request))
+    most = limits[2] if limits is not None else None
+    if limits is None or most is None:
         return await start()
-    if follows is not None and _runs_holding.get(follows) == key.id:
+    held_by = limits[0]
+    if follows is not None and _runs_holding.get(follows) == held_by:
         return await start()
     try:
-        slot = await access.limits(state).open_stream(key.id, key.max_concurrent_streams)
+        slot = await access.limits(state).open_stream(held_by, most)
     except RequestError as refused:
         _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
         raise
@@ -155,7 +184,7 @@ async def hold_stream_slot(
     except BaseException:
         await _release(slot)
         raise
-    return _Holding(response, slot, key.id)
+    return _Holding(response, slot, held_by)
 
 
 async def _release(slot: StreamSlot) -> None:

@@ -1,5 +1,8 @@
 """Who a request is: the ``[[keys]]`` entry its secret matches, as a ``Caller``.
 
+With ``[auth.jwt]``, a bearer value that is no key is handed on to be verified as a sign-in token
+(app/identity/).
+
 Clients send ``Authorization: Bearer <key>`` or ``x-api-key: <key>``. The secret is hashed once and its
 digest compared with every configured digest in constant time (``hmac.compare_digest``, no early exit),
 so neither the comparison nor the log reveals it: refusals name no secret, only what was missing.
@@ -27,32 +30,38 @@ _UNAUTHORIZED = {"WWW-Authenticate": 'Bearer realm="chatgate"'}
 
 
 class KeyRing:
-    """The keys of one config, matched by digest. With no keys every request is ``LOCAL``."""
+    """The keys of one config, matched by digest. With no keys and no ``[auth.jwt]`` every request is ``LOCAL``."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self._keys = [(key.digest, key) for key in config.keys]
         self._by_id = {key.id: key for key in config.keys}
+        self._tokens = config.auth.jwt is not None
 
     @property
     def enabled(self) -> bool:
-        """Whether requests must carry a key."""
-        return bool(self._keys)
+        """Whether requests must carry a key or a token."""
+        return bool(self._keys) or self._tokens
 
     def key(self, key_id: str | None) -> KeyConfig | None:
         """The ``[[keys]]`` entry called ``key_id`` (None for ``LOCAL``)."""
         return self._by_id.get(key_id) if key_id is not None else None
 
-    def authenticate(self, headers: Headers) -> Caller:
-        """The caller ``headers`` prove to be; 401 for a missing or unknown key, 403 for a refused user header."""
-        if not self._keys:
+    def authenticate(self, headers: Headers) -> Caller | str:
+        """The caller ``headers`` prove to be; 401 for a missing or unknown key, 403 for a refused user header.
+
+        With ``[auth.jwt]``, a bearer value that is no configured key is returned as it is: the sign-in token
+        the caller must then verify (app/identity/).
+        """
+        if not self.enabled:
             return LOCAL
         secret = _presented_secret(headers)
         if secret is None:
             raise RequestError(
                 401,
                 "missing_key",
-                "send an API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+                "send an API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+                + (", or a sign-in token as 'Authorization: Bearer <token>'" if self._tokens else ""),
                 headers=_UNAUTHORIZED,
             )
         digest = hashlib.sha256(secret.encode()).digest()
@@ -60,6 +69,12 @@ class KeyRing:
         for known, key in self._keys:  # every digest is compared: the time does not depend on which matched
             if hmac.compare_digest(known, digest):
                 found = key
+        if found is None and self._tokens and not headers.get("x-api-key"):
+            if USER_HEADER in headers:
+                raise RequestError(
+                    403, "user_header_not_allowed", f"a sign-in token names its person itself: drop {USER_HEADER}"
+                )
+            return secret
         if found is None:
             raise RequestError(401, "invalid_key", "the API key is not valid", headers=_UNAUTHORIZED)
         return Caller(

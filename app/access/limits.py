@@ -48,13 +48,20 @@ class Limits(Protocol):
         """Hold one of ``key_id``'s ``most`` stream slots, or raise 429 ``too_many_streams``."""
 
 
+def _who(limits_id: str) -> str:
+    """Whose limit it is, in a refusal: ``key 'web'``, or ``person 'iss#user'`` for a signed-in person."""
+    if limits_id.startswith("person:"):
+        return f"person {limits_id.removeprefix('person:')!r}"
+    return f"key {limits_id!r}"
+
+
 def rate_limited(key_id: str, rpm: int, retry_after: float) -> RequestError:
     """The 429 of a key over its ``rpm``, with ``Retry-After`` in whole seconds (at least 1)."""
     seconds = max(1, math.ceil(retry_after))
     return RequestError(
         429,
         "rate_limited",
-        f"key {key_id!r} made {rpm} requests in the last minute (rpm = {rpm}); retry in {seconds} s",
+        f"{_who(key_id)} made {rpm} requests in the last minute (rpm = {rpm}); retry in {seconds} s",
         [{"limit": "rpm", "allowed": str(rpm)}],
         headers={"Retry-After": str(seconds)},
     )
@@ -65,7 +72,7 @@ def too_many_streams(key_id: str, most: int) -> RequestError:
     return RequestError(
         429,
         "too_many_streams",
-        f"key {key_id!r} already has {most} streams open (max_concurrent_streams = {most})",
+        f"{_who(key_id)} already has {most} streams open (max_concurrent_streams = {most})",
         [{"limit": "max_concurrent_streams", "allowed": str(most)}],
     )
 

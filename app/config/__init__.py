@@ -6,7 +6,7 @@ bad values and missing env vars or files are errors that name the key path.
 """
 
 from chatgate.config.loading import load_config, parse_config
-from chatgate.config.model_settings import setting_problems
+from chatgate.config.model_settings import answer_tokens, setting_problems
 from chatgate.config.reload import ConfigWatcher
 from chatgate.config.schema import (
     BUILTIN_PROVIDER_NAMES,
@@ -18,7 +18,10 @@ from chatgate.config.schema import (
     ClientToolConfig,
     CodeConfig,
     Config,
+    ContextConfig,
+    JwtConfig,
     KeyConfig,
+    LeakGuardMode,
     ProviderConfig,
     ProviderKind,
     ProviderTimeouts,
@@ -44,7 +47,10 @@ __all__ = [
     "CodeConfig",
     "Config",
     "ConfigWatcher",
+    "ContextConfig",
+    "JwtConfig",
     "KeyConfig",
+    "LeakGuardMode",
     "ProviderConfig",
     "ProviderKind",
     "ProviderTimeouts",
@@ -55,6 +61,7 @@ __all__ = [
     "SystemPromptPolicy",
     "VariableConfig",
     "VercelAIVersion",
+    "answer_tokens",
     "default_config",
     "load_config",
     "parse_config",

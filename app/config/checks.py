@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from chatgate.config.model_settings import setting_problems
+from chatgate.config.model_settings import answer_tokens, setting_problems
 from chatgate.config.schema import (
     BUILTIN_MODELS,
     PLACEHOLDER,
@@ -39,6 +39,10 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
         problems.append(f"agents.{name}.default: only one agent may be the default (also {defaults[0]})")
     for name, agent in config.agents.items():
         problems += _tool_problems(name, agent, config.base_dir)
+        if agent.leak_guard.canary and agent.leak_guard_mode == "off":
+            problems.append(
+                f'agents.{name}.leak_guard.canary: the canary needs the guard on; set mode = "redact" or "stop"'
+            )
         problems += _prompt_problems(f"agents.{name}.system_prompt", agent.system_prompt, config.base_dir)
         for prompt_name, prompt in agent.prompts.items():
             problems += _prompt_problems(f"agents.{name}.prompts.{prompt_name}", prompt, config.base_dir)
@@ -48,6 +52,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
                     f"agents.{name}.model: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"
                 )
             problems += _model_settings_problems(name, agent, "builtin")
+            problems += _context_problems(name, agent, "builtin")
             continue
         try:
             provider = resolve_provider(config, agent.provider_name, environ)
@@ -55,6 +60,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
             problems.append(f"agents.{name}.model: {exc}")
             continue
         problems += _model_settings_problems(name, agent, provider.kind)
+        problems += _context_problems(name, agent, provider.kind)
     problems += _key_problems(config)
     return problems
 
@@ -71,8 +77,37 @@ def _key_problems(config: Config) -> list[str]:
         if key.digest in seen:  # the secret itself is never named
             problems.append(f"keys.{index}: key {key.id!r} has the same secret as key {seen[key.digest]!r}")
         seen.setdefault(key.digest, key.id)
-    if config.keys and "*" in config.server.cors_origins:
-        problems.append('server.cors_origins: "*" is allowed only without [[keys]]; list the exact origins')
+    jwt = config.auth.jwt
+    if jwt is not None:
+        problems += [
+            f"auth.jwt.agents: no agent named {agent!r}" for agent in jwt.agents or () if agent not in config.agents
+        ]
+    if (config.keys or jwt is not None) and "*" in config.server.cors_origins:
+        problems.append(
+            'server.cors_origins: "*" is allowed only without [[keys]] or [auth.jwt]; list the exact origins'
+        )
+    return problems
+
+
+def _context_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | Literal["builtin"]) -> list[str]:
+    where = f"agents.{agent_name}.context"
+    context = agent.context
+    problems = []
+    if context.strategy == "summarize":
+        problems.append(f'{where}.strategy: "summarize" is not available yet; use "drop_oldest" or "fail"')
+    if context.summary_model is not None:
+        problems.append(f'{where}.summary_model: only used with strategy = "summarize", which is not available yet')
+    if context.window == "auto" and kind not in ("openai", "ollama"):
+        problems.append(
+            f'{where}.window: "auto" asks llama.cpp (/props) or Ollama (/api/show); the {kind} provider cannot tell,'
+            " so give the window as a number of tokens"
+        )
+    answer = answer_tokens(agent.model_settings)
+    if isinstance(context.window, int) and answer is not None and answer >= context.window:
+        problems.append(
+            f"{where}.window: {context.window} tokens leave no room for the prompt after the answer's"
+            f" {answer} (model_settings); the window holds the prompt and the answer"
+        )
     return problems
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["SETTINGS", "setting_problems"]
+__all__ = ["SETTINGS", "answer_tokens", "setting_problems"]
 
 Check = Callable[[Any], str | None]
 
@@ -96,6 +96,7 @@ SETTINGS: Mapping[str, Mapping[str, Check]] = {
         "num_ctx": _positive_int,
         "think": _think,
         "keep_alive": _keep_alive,
+        "truncate": _bool,
     },
     "builtin": {
         "delay": _non_negative_number,
@@ -119,3 +120,15 @@ def setting_problems(kind: str, settings: Mapping[str, Any]) -> list[str]:
         elif (problem := check(value)) is not None:
             problems.append(f"{key}: {problem}")
     return problems
+
+
+_ANSWER_KEYS = ("max_tokens", "max_completion_tokens", "num_predict")
+
+
+def answer_tokens(settings: Mapping[str, Any], default: int | None = None) -> int | None:
+    """The answer's token limit in ``model_settings`` (``max_tokens`` or the kind's name for it), or ``default``."""
+    for key in _ANSWER_KEYS:
+        value = settings.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default

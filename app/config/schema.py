@@ -22,11 +22,17 @@ __all__ = [
     "OLLAMA_DEFAULT_HOST",
     "OPENAI_DEFAULT_BASE_URL",
     "PLACEHOLDER",
+    "AdminClaimConfig",
     "AgentConfig",
+    "AuthConfig",
     "ClientToolConfig",
     "CodeConfig",
     "Config",
+    "ContextConfig",
+    "JwtConfig",
     "KeyConfig",
+    "LeakGuardConfig",
+    "LeakGuardMode",
     "ProviderConfig",
     "ProviderKind",
     "ProviderTimeouts",
@@ -48,6 +54,7 @@ SystemPromptPolicy: TypeAlias = Literal["server", "client"]
 """``manage_system_prompt``: who decides what the model is told to be (app/run/policy.py applies it)."""
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 """A template's ``{{name}}`` placeholder: checked here against its variables, filled in by app/run/prompts.py."""
+LeakGuardMode: TypeAlias = Literal["redact", "stop", "off"]
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _MODEL = r"^[A-Za-z0-9_.-]+:.+$"
@@ -133,6 +140,58 @@ class KeyConfig(_Strict):
         return hashlib.sha256(self.key.encode()).digest()
 
 
+_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+class AdminClaimConfig(_Strict):
+    """``[auth.jwt] admin_claim``: a token whose ``claim`` is ``value`` (or lists it) is an admin's."""
+
+    claim: str = Field(min_length=1)
+    value: str = Field(min_length=1)
+
+
+class JwtConfig(_Strict):
+    """``[auth.jwt]``: people signed in with an OpenID provider, calling with its access tokens (docs/identity.md).
+
+    ``issuer`` is what every token's ``iss`` must be; its keys come from ``jwks_url`` or, without it, from
+    the issuer's discovery document. A sibling ``budget`` table belongs to usage budgets.
+    """
+
+    issuer: str = Field(pattern=r"^https?://\S+$")
+    jwks_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    audience: str = Field(min_length=1)
+    algorithms: tuple[str, ...] = Field(default=("RS256", "ES256", "EdDSA"), min_length=1)
+    user_claim: str = Field(default="sub", min_length=1)
+    agents: tuple[str, ...] | None = None
+    agents_claim: str | None = Field(default=None, min_length=1)
+    admin_claim: AdminClaimConfig | None = None
+    rpm: int | None = Field(default=None, gt=0)
+    max_concurrent_streams: int | None = Field(default=None, gt=0)
+    leeway_seconds: float = Field(default=30.0, ge=0, le=600)
+    jwks_refresh_seconds: float = Field(default=60.0, ge=0)
+    page_client_id: str | None = Field(default=None, min_length=1)
+    page_params: dict[str, str] = Field(default_factory=lambda: {"scope": "openid"})
+
+    @field_validator("algorithms")
+    @classmethod
+    def _signed_with_a_public_key(cls, algorithms: tuple[str, ...]) -> tuple[str, ...]:
+        for alg in algorithms:
+            if alg.lower() == "none" or alg.upper().startswith("HS"):
+                raise ValueError(
+                    f"{alg!r} is refused: tokens must be signed with the issuer's private key "
+                    f"(one of {', '.join(_TOKEN_ALGORITHMS)})"
+                )
+            if alg not in _TOKEN_ALGORITHMS:
+                raise ValueError(f"unknown algorithm {alg!r}; use one of {', '.join(_TOKEN_ALGORITHMS)}")
+        return algorithms
+
+
+class AuthConfig(_Strict):
+    """``[auth]``: ways to sign in besides ``[[keys]]``."""
+
+    jwt: JwtConfig | None = None
+
+
 class StoreSettings(_Strict):
     """``[store]``: where server-held conversations live (see docs/conversations.md)."""
 
@@ -198,6 +257,18 @@ class SystemPromptConfig(_Strict):
     timeout: float = Field(default=10.0, gt=0)
 
 
+class LeakGuardConfig(_Strict):
+    """``[agents.NAME.leak_guard]``: what happens when an answer repeats the system prompt (app/leak_guard/).
+
+    ``mode`` defaults by policy: ``"redact"`` under ``manage_system_prompt = "server"``, ``"off"`` under
+    ``"client"`` (the frontend wrote that prompt); read it through ``AgentConfig.leak_guard_mode``.
+    """
+
+    mode: LeakGuardMode | None = None
+    min_words: int = Field(default=8, ge=3, le=64)
+    canary: bool = False
+
+
 class ProviderTimeouts(_Strict):
     """``[providers.NAME.timeouts]``, in seconds (see app/providers/http.py for exactly what each bounds)."""
 
@@ -215,6 +286,21 @@ class ProviderConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeouts: ProviderTimeouts = Field(default_factory=ProviderTimeouts)
     retries: int = Field(default=2, ge=0, le=10)
+
+
+class ContextConfig(_Strict):
+    """``[agents.NAME.context]``: how much of a thread the model sees (docs/configuration.md)."""
+
+    window: int | Literal["auto"] | None = Field(default=None, description="tokens the model accepts, or auto")
+    strategy: Literal["drop_oldest", "summarize", "fail"] = "drop_oldest"
+    summary_model: str | None = Field(default=None, pattern=_MODEL)
+
+    @field_validator("window")
+    @classmethod
+    def _positive(cls, window: int | str | None) -> int | str | None:
+        if isinstance(window, int) and window <= 0:
+            raise ValueError('window is a number of tokens above 0, or "auto"')
+        return window
 
 
 class AgentConfig(_Strict):
@@ -235,6 +321,8 @@ class AgentConfig(_Strict):
     max_steps: int = Field(default=10, ge=1)
     conversations: Literal["client", "server"] = "client"
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    leak_guard: LeakGuardConfig = Field(default_factory=LeakGuardConfig)
 
     @field_validator("model")
     @classmethod
@@ -242,6 +330,13 @@ class AgentConfig(_Strict):
         if not re.match(_MODEL, model):
             raise ValueError(f"write the model as provider:model, e.g. openai:gpt-4.1 or builtin:echo (got {model!r})")
         return model
+
+    @property
+    def leak_guard_mode(self) -> LeakGuardMode:
+        """The leak guard's mode: as set, else ``"redact"`` under the server policy and ``"off"`` under the client's."""
+        if self.leak_guard.mode is not None:
+            return self.leak_guard.mode
+        return "redact" if self.manage_system_prompt == "server" else "off"
 
     @property
     def provider_name(self) -> str:
@@ -265,6 +360,7 @@ class Config(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
     keys: tuple[KeyConfig, ...] = ()
+    auth: AuthConfig = Field(default_factory=AuthConfig)
 
     @field_validator("keys")
     @classmethod

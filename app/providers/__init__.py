@@ -15,6 +15,7 @@ import httpx
 
 from chatgate.config import AgentConfig, Config, ProviderConfig, resolve_provider
 from chatgate.errors import ConfigError
+from chatgate.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
 from chatgate.providers.anthropic import AnthropicProvider
 from chatgate.providers.base import ModelRequest, Provider
 from chatgate.providers.builtin import EchoModel
@@ -23,6 +24,7 @@ from chatgate.providers.ollama import OllamaProvider
 from chatgate.providers.openai import OpenAIProvider
 
 __all__ = [
+    "ANTHROPIC_MAX_TOKENS",
     "ModelRequest",
     "Provider",
     "build_provider",

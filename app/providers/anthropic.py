@@ -25,7 +25,8 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
-from chatgate.errors import ProviderError, ProviderErrorCode
+from chatgate.context import HISTORY_START, context_full, is_length_refusal
+from chatgate.errors import ProviderError, ProviderErrorKind
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -64,8 +65,6 @@ __all__ = ["AnthropicProvider", "encode_messages"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-HISTORY_START = "(The conversation so far follows.)"
-"""The user turn put before a history that starts with the assistant: the API requires a user first."""
 
 STOP_REASONS: Mapping[str, FinishReason] = {
     "end_turn": "stop",
@@ -74,7 +73,7 @@ STOP_REASONS: Mapping[str, FinishReason] = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
-ERROR_MESSAGES: Mapping[str, tuple[str, ProviderErrorCode]] = {
+ERROR_MESSAGES: Mapping[str, tuple[str, ProviderErrorKind]] = {
     "overloaded_error": ("The model provider is overloaded; try again later.", "overloaded"),
     "rate_limit_error": ("The model provider is rate limiting requests; try again later.", "rate_limited"),
 }
@@ -176,14 +175,17 @@ class AnthropicProvider(HTTPProvider):
                 break
             elif kind == "error":
                 error = payload.get("error") or {}
-                public, code = ERROR_MESSAGES.get(error.get("type", ""), ("The model failed.", "other"))
-                raise ProviderError(f"{self.name}: error event: {data[:500]!r}", public_message=public, code=code)
+                detail = f"{self.name}: error event: {data[:500]!r}"
+                if is_length_refusal(detail):
+                    raise context_full(detail)
+                public, kind = ERROR_MESSAGES.get(error.get("type", ""), ("The model failed.", "other"))
+                raise ProviderError(detail, public_message=public, kind=kind)
             # ping and event types newer than this code: nothing to do
         if not finished and stop_reason is None:
             raise ProviderError(
                 f"{self.name}: the stream ended without message_stop",
                 public_message="The model stream ended early.",
-                code="interrupted",
+                kind="interrupted",
             )
         for block in blocks.values():
             yield block.end()

@@ -19,7 +19,7 @@ INTERRUPTED = "The model stream was interrupted."
 
 def malformed(upstream: str, what: str) -> ProviderError:
     """The error for an upstream stream that breaks its own wire format."""
-    return ProviderError(f"{upstream}: malformed stream: {what}", public_message=INTERRUPTED, code="interrupted")
+    return ProviderError(f"{upstream}: malformed stream: {what}", public_message=INTERRUPTED, kind="interrupted")
 
 
 _LF = ord("\n")

@@ -47,7 +47,8 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
-from chatgate.errors import ProviderError, ProviderErrorCode
+from chatgate.context import context_full, is_length_refusal
+from chatgate.errors import ProviderError, ProviderErrorKind
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import INTERRUPTED
@@ -166,7 +167,7 @@ class Upstream:
                     raise ProviderError(
                         f"{self.name}: the stream ended before any event",
                         public_message=INTERRUPTED,
-                        code="interrupted",
+                        kind="interrupted",
                     ) from None
                 watchdog.started()
                 yield first
@@ -177,13 +178,13 @@ class Upstream:
                 await response.aclose()
         except httpx.HTTPError as exc:
             detail = self.redact(f"{self.name}: the stream broke: {exc!r}")
-            raise ProviderError(detail, public_message=INTERRUPTED, code="interrupted") from exc
+            raise ProviderError(detail, public_message=INTERRUPTED, kind="interrupted") from exc
         except ProviderError as exc:  # also the decoder's, e.g. an error event quoting the key
             detail = self.redact(str(exc))
             if detail == str(exc):
                 raise
             raise ProviderError(
-                detail, public_message=exc.public_message, retryable=exc.retryable, code=exc.code
+                detail, public_message=exc.public_message, retryable=exc.retryable, code=exc.code, kind=exc.kind
             ) from None
         finally:
             watchdog.close()
@@ -208,7 +209,7 @@ class Upstream:
                 detail = (
                     f"{outcome}; it asks to be retried after {delay:g}s, longer than we wait ({MAX_RETRY_AFTER:g}s)"
                 )
-                raise ProviderError(detail, public_message=outcome.public_message, code=outcome.code)
+                raise ProviderError(detail, public_message=outcome.public_message, kind=outcome.kind)
             delay = max(delay, self.backoff * 2**attempt)
             logger.warning("%s; retrying in %.1fs", outcome, delay)  # the detail already names the provider
             attempt += 1
@@ -223,16 +224,16 @@ class Upstream:
                 self.redact(f"{self.name}: cannot connect to {self.url}: {exc!r}"),
                 public_message="The model provider could not be reached.",
                 retryable=True,
-                code="connect",
+                kind="connect",
             )
             return error, 0.0
         except httpx.RemoteProtocolError as exc:  # e.g. a pooled keep-alive connection closed under us
             detail = self.redact(f"{self.name}: no response: {exc!r}")
-            error = ProviderError(detail, public_message=INTERRUPTED, retryable=True, code="interrupted")
+            error = ProviderError(detail, public_message=INTERRUPTED, retryable=True, kind="interrupted")
             return error, 0.0
         except httpx.HTTPError as exc:
             detail = self.redact(f"{self.name}: request failed: {exc!r}")
-            return ProviderError(detail, public_message=INTERRUPTED, code="interrupted"), 0.0
+            return ProviderError(detail, public_message=INTERRUPTED, kind="interrupted"), 0.0
         if response.status_code < 300:
             return response, 0.0
         longest = len(self.secrets[0]) if self.secrets else 0
@@ -264,16 +265,18 @@ async def _drain(reads: AsyncIterator[bytes]) -> None:
 def _status_error(name: str, response: httpx.Response, excerpt: str, redact: Callable[[str], str]) -> ProviderError:
     status = response.status_code
     detail = f"{name}: HTTP {status} from {redact(str(response.request.url))}: {excerpt}"
-    code: ProviderErrorCode
+    if status not in RETRYABLE_STATUS and is_length_refusal(excerpt):
+        return context_full(detail)
+    kind: ProviderErrorKind
     if status == 429:
-        public, code = "The model provider is rate limiting requests; try again later.", "rate_limited"
+        public, kind = "The model provider is rate limiting requests; try again later.", "rate_limited"
     elif status in (503, 529):
-        public, code = "The model provider is overloaded; try again later.", "overloaded"
+        public, kind = "The model provider is overloaded; try again later.", "overloaded"
     elif status >= 500:
-        public, code = "The model provider failed.", "upstream_5xx"
+        public, kind = "The model provider failed.", "upstream_5xx"
     else:
-        public, code = "The model provider rejected the request.", "rejected"
-    return ProviderError(detail, public_message=public, retryable=status in RETRYABLE_STATUS, code=code)
+        public, kind = "The model provider rejected the request.", "rejected"
+    return ProviderError(detail, public_message=public, retryable=status in RETRYABLE_STATUS, kind=kind)
 
 
 def _retry_after(response: httpx.Response) -> float:

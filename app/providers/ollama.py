@@ -5,8 +5,8 @@ calls arrive whole, with their arguments as an object; the last line has ``"done
 ``done_reason`` and the token counts ``prompt_eval_count`` and ``eval_count``. A failure after the
 stream started is a line ``{"error": "..."}`` (the HTTP status is already 200).
 
-Settings map to the request's ``options`` (``max_tokens`` is ``num_predict``), except ``think`` and
-``keep_alive``, which are top-level fields. Images go as base64 in the message's ``images``.
+Settings map to the request's ``options`` (``max_tokens`` is ``num_predict``), except ``think``,
+``keep_alive`` and ``truncate``, which are top-level fields. Images go as base64 in the message's ``images``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
+from chatgate.context import context_full, is_length_refusal
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -50,7 +51,7 @@ from chatgate.strict_json import dump_json
 __all__ = ["OllamaProvider", "encode_messages"]
 
 DONE_REASONS: Mapping[str, FinishReason] = {"stop": "stop", "length": "length"}
-TOP_LEVEL_SETTINGS = frozenset({"think", "keep_alive"})
+TOP_LEVEL_SETTINGS = frozenset({"think", "keep_alive", "truncate"})
 
 
 class OllamaProvider(HTTPProvider):
@@ -133,11 +134,12 @@ class OllamaProvider(HTTPProvider):
                 yield ModelFinished("tool_calls" if called and reason == "stop" else reason)
                 return
             if "error" in line:
-                raise ProviderError(f"{self.name}: error mid-stream: {str(line['error'])[:500]}")
+                detail = f"{self.name}: error mid-stream: {str(line['error'])[:500]}"
+                raise context_full(detail) if is_length_refusal(detail) else ProviderError(detail)
         raise ProviderError(
             f"{self.name}: the stream ended without a done line",
             public_message="The model stream ended early.",
-            code="interrupted",
+            kind="interrupted",
         )
 
     def _tool_call(self, call: Any) -> tuple[RunEvent, ...]:

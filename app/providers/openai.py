@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
+from chatgate.context import context_full, is_length_refusal
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -103,7 +104,8 @@ class OpenAIProvider(HTTPProvider):
             if not isinstance(chunk, dict):
                 raise malformed(self.name, f"a chunk that is not an object: {data[:200]!r}")
             if "error" in chunk or event == "error":
-                raise ProviderError(f"{self.name}: error mid-stream: {data[:500]!r}")
+                detail = f"{self.name}: error mid-stream: {data[:500]!r}"
+                raise context_full(detail) if is_length_refusal(detail) else ProviderError(detail)
             choices = chunk.get("choices")
             if choices:
                 choice = choices[0]
@@ -135,7 +137,7 @@ class OpenAIProvider(HTTPProvider):
             raise ProviderError(
                 f"{self.name}: the stream ended without [DONE] or a finish_reason",
                 public_message="The model stream ended early.",
-                code="interrupted",
+                kind="interrupted",
             )
         for closed in spans.close():
             yield closed

@@ -134,5 +134,5 @@ class Watchdog:
         return ProviderError(
             f"{self._upstream.name}: no answer within the {which} timeout ({limit:g}s)",
             public_message="The model took too long to respond.",
-            code="timeout",
+            kind="timeout",
         )

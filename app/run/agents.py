@@ -18,14 +18,15 @@ from chatgate.approvals import (
     approval_scope,
     new_secret,
 )
-from chatgate.config import AgentConfig, Config
+from chatgate.config import AgentConfig, Config, answer_tokens, resolve_provider
+from chatgate.context import ContextBudget, window_probe
 from chatgate.operator_code import import_function, make_importable
-from chatgate.providers import Provider, build_provider
+from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.run.tools import ServerTool
 from chatgate.run_input import ToolDefinition
 
-__all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "prompt_template"]
+__all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "context_budget", "prompt_template"]
 
 ToolOutcomeEvent: TypeAlias = ApprovalOutcome
 """What an answered approval produced; recorded so a replayed approval does not run a tool twice."""
@@ -43,7 +44,7 @@ class Agent:
     owner; a request sets its caller's (and its stored thread's), so that no other key, user or thread
     can answer them. ``prompt`` is the system
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
-    working directory.
+    working directory. ``context`` is its context budget (app/context/), None when no window is set.
     """
 
     name: str
@@ -56,6 +57,7 @@ class Agent:
     approval_ledger: ApprovalLedger = field(default_factory=MemoryApprovalLedger)
     prompt: PromptTemplate | None = None
     approval_scope: str = ""
+    context: ContextBudget | None = None
 
     def __post_init__(self) -> None:
         if not self.approval_scope:
@@ -108,6 +110,22 @@ def _server_tools(agent: AgentConfig, base_dir: Path) -> dict[str, ServerTool]:
     }
 
 
+def context_budget(
+    name: str, agent: AgentConfig, config: Config, http_client: httpx.AsyncClient
+) -> ContextBudget | None:
+    """The agent's context budget (``[agents.NAME.context]``), or None when no window is set."""
+    context = agent.context
+    if context.window is None:
+        return None
+    provider = None if agent.provider_name == "builtin" else resolve_provider(config, agent.provider_name)
+    default_answer = ANTHROPIC_MAX_TOKENS if provider is not None and provider.kind == "anthropic" else None
+    answer = answer_tokens(agent.model_settings, default_answer)
+    if context.window != "auto":
+        return ContextBudget(name, window=context.window, strategy=context.strategy, answer=answer)
+    probe = window_probe(provider, agent.model_name, agent.model_settings, http_client) if provider else None
+    return ContextBudget(name, window=None, strategy=context.strategy, answer=answer, probe=probe)
+
+
 def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
     return tuple(ToolDefinition(name, tool.description, tool.parameters) for name, tool in agent.client_tools.items())
 
@@ -136,6 +154,7 @@ class AgentRegistry:
                 approvals=signer,
                 approval_ledger=kept.ledger,
                 prompt=prompt_template(agent, config.base_dir),
+                context=context_budget(name, agent, config, http_client),
             )
             for name, agent in config.agents.items()
         }

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
+from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextView, alternate_roles
 from chatgate.errors import ChatgateError, ProviderError
 from chatgate.events import (
     FinishReason,
@@ -48,6 +49,7 @@ from chatgate.events import (
 )
 from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage, complete_arguments
 from chatgate.ids import new_id
+from chatgate.leak_guard import PROMPT_LEAK_MESSAGE, PromptLeak, start_guard
 from chatgate.providers import ModelRequest
 from chatgate.run.agents import Agent
 from chatgate.run.assembly import MessageAssembler
@@ -157,6 +159,16 @@ async def run_agent(
     try:
         system_prompt = await _render_prompt(agent, run_input)
         request, stripped = _model_request(agent, run_input, system_prompt)
+        guard_settings = agent.config.leak_guard
+        request, guard = start_guard(  # app/leak_guard/: every model event passes it first
+            request,
+            mode=agent.config.leak_guard_mode,
+            min_words=guard_settings.min_words,
+            canary=guard_settings.canary,
+            agent=agent.name,
+            run_id=run_input.run_id,
+            metrics=metrics,
+        )
         if metrics is not None:
             metrics.count_stripped(agent.name, stripped)
         history = list(request.messages)
@@ -164,49 +176,81 @@ async def run_agent(
             async for event in _settle_pending_calls(agent, run_input, history):
                 yield event
 
+        budget = agent.context
+        thread = run_input.thread_id or ""
+        if budget is not None and budget.waiting_for_window:
+            await budget.find_window()
         for step in range(1, agent.max_steps + 1):
             name = f"model-call-{step}"
             yield StepStarted(name)
             assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
-            reason: FinishReason | None = None
-            meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
-            first_event_at: float | None = None
-            usage: Usage | None = None
-            cut_off: list[str] = []  # calls whose arguments are not a JSON object
-            failure: BaseException | None = None
-            stream = agent.provider.stream(replace(request, messages=tuple(history)))
-            try:
-                async for event in stream:
-                    if is_stopping():
-                        raise ServerStopping
-                    if first_event_at is None:
-                        first_event_at = time.perf_counter()
-                    if type(event) is ModelFinished:
-                        reason = event.reason
-                        continue
-                    if type(event) is Usage:
-                        usage = event
-                    elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
-                        cut_off.append(event.tool_call_id)
-                    if assembler is not None:
-                        assembler.feed(event)
-                    yield event
-            except BaseException as exc:
-                failure = asyncio.CancelledError() if isinstance(exc, ServerStopping) else exc
-                raise
-            finally:
-                # Close the upstream now, not whenever the generator is collected: on a hang-up, a
-                # shutdown or a failure, nobody should go on paying for tokens.
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-                if meter is not None:
-                    meter.ended(first_event_at, usage, failure)
+            limit: int | None = None
+            while True:  # once more only after a length refusal, on a shorter view
+                if budget is None:
+                    view = None
+                    messages = alternate_roles(history)
+                else:
+                    view = budget.view(history, request.tools, thread, limit=limit)
+                    if view.dropped_turns:
+                        _dropped(agent, budget, run_input, view, len(history), metrics)
+                    messages = view.messages
+                reason: FinishReason | None = None
+                meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
+                first_event_at: float | None = None
+                usage: Usage | None = None
+                cut_off: list[str] = []  # calls whose arguments are not a JSON object
+                failure: BaseException | None = None
+                refused = False
+                stream = agent.provider.stream(replace(request, messages=messages))
+                if guard is not None:
+                    stream = guard.watch(stream)
+                try:
+                    async for event in stream:
+                        if is_stopping():
+                            raise ServerStopping
+                        if first_event_at is None:
+                            first_event_at = time.perf_counter()
+                        if type(event) is ModelFinished:
+                            reason = event.reason
+                            continue
+                        if type(event) is Usage:
+                            usage = event
+                        elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
+                            cut_off.append(event.tool_call_id)
+                        if assembler is not None:
+                            assembler.feed(event)
+                        yield event
+                except BaseException as exc:
+                    failure = asyncio.CancelledError() if isinstance(exc, ServerStopping | PromptLeak) else exc
+                    refused = limit is None and first_event_at is None and _may_trim_further(budget, view, exc)
+                    if not refused:
+                        raise
+                finally:
+                    # Close the upstream now, not whenever the generator is collected: on a hang-up, a
+                    # shutdown or a failure, nobody should go on paying for tokens.
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
+                    if meter is not None:
+                        meter.ended(first_event_at, usage, failure)
+                if not refused:
+                    break
+                assert budget is not None and view is not None
+                logger.warning(
+                    "agent %r run %r: the model refused about %d prompt tokens for length; trimming further",
+                    agent.name,
+                    run_input.run_id,
+                    view.tokens,
+                )
+                budget.refused(thread)
+                limit = max(1, view.tokens * 3 // 4)
+            if budget is not None and view is not None and usage is not None:
+                budget.observe(view, history, thread, usage.input_tokens)
             if reason is None:
                 raise ProviderError(
                     "the model stream ended without finishing",
                     public_message="The model stream ended early.",
-                    code="interrupted",
+                    kind="interrupted",
                 )
             yield StepFinished(name, reason)
             if assembler is None:  # no server tools: calls are the client's, except those cut off
@@ -252,14 +296,48 @@ async def run_agent(
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
         yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
+    except PromptLeak:  # logged by the guard, with its position and length only
+        yield RunFailed(PROMPT_LEAK_MESSAGE, code="prompt_leak")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
-        yield RunFailed(exc.public_message, code="model_error")
+        yield RunFailed(exc.public_message, code=exc.code)
     except RunError as exc:
         yield RunFailed(str(exc), code="run_error")
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
         yield RunFailed("An internal error occurred.", code="internal_error")
+
+
+def _may_trim_further(budget: ContextBudget | None, view: ContextView | None, exc: BaseException) -> bool:
+    """Whether a failed call is a length refusal a shorter view might avoid (once, before any event)."""
+    return (
+        budget is not None
+        and view is not None
+        and budget.strategy != "fail"
+        and budget.window is not None
+        and isinstance(exc, ProviderError)
+        and exc.code == CONTEXT_LENGTH_EXCEEDED
+    )
+
+
+def _dropped(
+    agent: Agent, budget: ContextBudget, run_input: RunInput, view: ContextView, total: int, metrics: Metrics | None
+) -> None:
+    """Log (counts, never content) and count the turns left out of this call's view."""
+    logger.info(
+        "agent %r run %r: context window %s tokens (%s): model sees %d of %d messages, %d turns left out;"
+        " about %d prompt tokens",
+        agent.name,
+        run_input.run_id,
+        budget.window,
+        budget.strategy,
+        total - view.dropped_messages,
+        total,
+        view.dropped_turns,
+        view.tokens,
+    )
+    if metrics is not None:
+        metrics.count_dropped_turns(agent.name, budget.strategy, view.dropped_turns)
 
 
 class RunError(ChatgateError):

@@ -134,7 +134,7 @@ def exposure_refusal(config: Config, host: str, environ: Mapping[str, str]) -> s
         if value not in ("true", "false"):
             return f"{ALLOW_UNAUTHENTICATED_ENV} must be true or false (got {environ[ALLOW_UNAUTHENTICATED_ENV]!r})"
         allowed = value == "true"
-    if config.keys or allowed or _is_loopback(host):
+    if config.keys or config.auth.jwt is not None or allowed or _is_loopback(host):
         return None
     return (
         f"refusing to serve on {host} without API keys: anyone who can reach it could use every agent.\n"
@@ -157,7 +157,11 @@ def _log_access(config: Config, host: str) -> None:
     if config.keys:
         ids = ", ".join(key.id for key in config.keys)
         logger.info("API keys required (%d key(s): %s)", len(config.keys), ids)
-    elif _is_loopback(host):
+    if config.auth.jwt is not None:
+        logger.info("sign-in tokens of %s accepted for audience %r", config.auth.jwt.issuer, config.auth.jwt.audience)
+    if config.keys or config.auth.jwt is not None:
+        return
+    if _is_loopback(host):
         logger.info("no API keys configured: open to local callers on %s", host)
     else:
         logger.warning("no API keys configured and allow_unauthenticated = true: open to anyone who reaches %s", host)

@@ -48,12 +48,17 @@ _EVENT_BUCKETS = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 
 
 def error_kind(error: BaseException) -> str:
-    """The fixed ``kind`` label of an upstream failure: its stable ``ProviderError.code``, else ``other``."""
-    return error.code if isinstance(error, ProviderError) else "other"
+    """The fixed ``kind`` label of an upstream failure: its stable ``ProviderError.kind``, else ``other``."""
+    return error.kind if isinstance(error, ProviderError) else "other"
 
 
 def key_label(caller: Caller) -> str:
-    """The ``key`` label of a caller: its key id, or ``""`` when no keys are configured."""
+    """The ``key`` label of a caller: its key id, ``"(token)"`` for any signed-in person, or ``""`` (no keys).
+
+    A person gets no label of their own: one label value per person would grow the metrics without end.
+    """
+    if caller.person is not None:
+        return "(token)"
     return caller.key_id or ""
 
 
@@ -119,6 +124,18 @@ class Metrics:
             ["agent"],
             registry=registry,
         )
+        self.context_turns_dropped = Counter(
+            "chatgate_context_turns_dropped",
+            "Turns left out of the model's view to fit the agent's context window, by agent and strategy",
+            ["agent", "strategy"],
+            registry=registry,
+        )
+        self.prompt_leaks = Counter(
+            "chatgate_prompt_leaks",
+            "Answers that repeated the system prompt, by agent and leak_guard mode (redact or stop)",
+            ["agent", "mode"],
+            registry=registry,
+        )
         self.rate_limited = Counter(
             "chatgate_rate_limited_requests",
             "Requests refused by a per-key limit, by key and limit (rpm or max_concurrent_streams)",
@@ -138,6 +155,15 @@ class Metrics:
         """Count ``count`` client system messages the policy removed for ``agent``."""
         if count:
             self.system_messages_stripped.labels(agent).inc(count)
+
+    def count_dropped_turns(self, agent: str, strategy: str, count: int) -> None:
+        """Count ``count`` turns the context budget left out of a model call for ``agent``."""
+        if count:
+            self.context_turns_dropped.labels(agent, strategy).inc(count)
+
+    def count_prompt_leak(self, agent: str, mode: str) -> None:
+        """Count one leak of the system prompt the leak guard caught in a run of ``agent`` under ``mode``."""
+        self.prompt_leaks.labels(agent, mode).inc()
 
     def stream(self, protocol: str, agent: str, started: float) -> StreamMeter:
         """The meter of one stream; ``started`` is when its request arrived (``time.perf_counter()``)."""

@@ -262,7 +262,8 @@ class ThreadRun:
                             self._ending = "finished"
                             status: MessageStatus = "complete"
                         else:
-                            status = "partial" if event.code == "server_shutdown" else "error"
+                            # A run stopped on a prompt leak keeps what it said before the leak.
+                            status = "partial" if event.code in ("server_shutdown", "prompt_leak") else "error"
                         await self._save(status)
                         yield event
                         return

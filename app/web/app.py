@@ -32,7 +32,7 @@ from chatgate.files import check_files
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers import upstream_client
 from chatgate.redis_client import connect_redis
-from chatgate.run import AgentRegistry, run_agent
+from chatgate.run import Agent, AgentRegistry, run_agent
 from chatgate.run_input import RunInput
 from chatgate.store import BUSY_RETRY_AFTER, ThreadBusy, ThreadError, UnknownThread, open_store
 from chatgate.telemetry import Metrics, label_request, loggable, metrics_endpoint, observe_request
@@ -228,8 +228,10 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "name": agent.name,
                 "model": agent.config.model,
                 "manage_system_prompt": agent.config.manage_system_prompt,
+                "leak_guard": agent.config.leak_guard_mode,
                 "default": default is not None and agent.name == default.name,
                 "description": agent.config.description,
+                "context": _context_info(agent),
                 "protocols": {protocol.name: f"/agents/{agent.name}/{protocol.route}" for protocol in protocols},
             }
             for agent in registry
@@ -238,6 +240,14 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
         return JSONResponse({"agents": agents})
 
     return list_agents
+
+
+def _context_info(agent: Agent) -> dict[str, Any] | None:
+    """The agent's context window (``"auto"`` until the model server said) and strategy; None without one."""
+    budget = agent.context
+    if budget is None:
+        return None
+    return {"window": budget.window if budget.window is not None else "auto", "strategy": budget.strategy}
 
 
 def _chat_endpoint(protocol: UIProtocol) -> Any:

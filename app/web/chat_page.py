@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from chatgate.errors import RequestError
+from chatgate.identity import SIGN_IN_PATH, issuer_origin, sign_in_settings
 
 __all__ = ["PAGE_FILES", "PAGE_PATHS", "chat_page_routes", "page_file"]
 
@@ -27,8 +28,8 @@ PAGE_FILES = {
 }
 """The page's files in ``chatgate/static`` and their content types; nothing else is served."""
 
-PAGE_PATHS = frozenset({"/", *(f"/static/{name}" for name in PAGE_FILES if name != "index.html")})
-"""The paths the page is served on: open without a key, since the page itself asks for one."""
+PAGE_PATHS = frozenset({"/", SIGN_IN_PATH, *(f"/static/{name}" for name in PAGE_FILES if name != "index.html")})
+"""The paths the page is served on: open without a key, since the page itself asks for one (or signs in)."""
 
 _HEADERS = {
     "content-security-policy": (
@@ -50,7 +51,12 @@ def page_file(name: str) -> bytes:
 def _serve(request: Request, name: str) -> Response:
     if not request.app.state.agents.config.server.chat_page:
         raise RequestError(404, "not_found", "the chat page is turned off ([server] chat_page = false)")
-    return Response(page_file(name), media_type=PAGE_FILES[name], headers=_HEADERS)
+    headers = _HEADERS
+    issuer = issuer_origin(request.app.state.agents.config)
+    if issuer is not None:  # the page signs people in: it fetches the issuer's discovery and token endpoint
+        policy = headers["content-security-policy"].replace("connect-src 'self'", f"connect-src 'self' {issuer}")
+        headers = {**headers, "content-security-policy": policy}
+    return Response(page_file(name), media_type=PAGE_FILES[name], headers=headers)
 
 
 async def _index(request: Request) -> Response:
@@ -68,4 +74,8 @@ async def _static(request: Request) -> Response:
 
 def chat_page_routes() -> list[BaseRoute]:
     """The page's routes: ``GET /`` and ``GET /static/{name}``."""
-    return [Route("/", _index, methods=["GET"]), Route("/static/{name}", _static, methods=["GET"])]
+    return [
+        Route("/", _index, methods=["GET"]),
+        Route(SIGN_IN_PATH, sign_in_settings, methods=["GET"]),
+        Route("/static/{name}", _static, methods=["GET"]),
+    ]

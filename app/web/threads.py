@@ -108,7 +108,7 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         thread_id = request.path_params["thread_id"]
         await _recover_dead_run(request, await store.get_thread(caller.owner, agent.name, thread_id))
         thread = await store.set_system(
-            caller.owner, agent.name, thread_id, system, by=caller.key_id, revision=body.revision
+            caller.owner, agent.name, thread_id, system, by=caller.limits_id, revision=body.revision
         )
         return JSONResponse(await _describe(store, thread))
 
@@ -121,7 +121,7 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         replace_with = body.model_fields_set & {"prompt", "system_message"}
         system = _system_state(agent, caller, body) if replace_with else None
         thread = await store.reset(
-            caller.owner, agent.name, thread_id, system, by=caller.key_id, revision=body.revision
+            caller.owner, agent.name, thread_id, system, by=caller.limits_id, revision=body.revision
         )
         return JSONResponse(await _describe(store, thread))
 

@@ -175,3 +175,31 @@ variables = { TWO = { text = "x", inline_code = "1" } }
         "agents.a.system_prompt: must be a string or a table",
         "agents.b.system_prompt.variables.TWO: give exactly one of text, files, code or inline_code",
     ]
+
+
+def test_the_leak_guard_table_is_checked_and_defaults_by_policy(tmp_path: Path) -> None:
+    text = """
+[agents.a]
+model = "builtin:echo"
+[agents.b]
+model = "builtin:echo"
+manage_system_prompt = "client"
+[agents.c]
+model = "builtin:echo"
+leak_guard = { mode = "stop", min_words = 5, canary = true }
+"""
+    config = load_config(write(tmp_path / "ok.toml", text))
+    modes = {name: (agent.leak_guard_mode, agent.leak_guard.min_words) for name, agent in config.agents.items()}
+    assert modes == {"a": ("redact", 8), "b": ("off", 8), "c": ("stop", 5)}
+    bad = """
+[agents.a]
+model = "builtin:echo"
+leak_guard = { mode = "hide", min_words = 1, colour = "red" }
+"""
+    problems = problems_of(write(tmp_path / "bad.toml", bad))
+    assert any(p.startswith("agents.a.leak_guard.mode:") and "'redact', 'stop' or 'off'" in p for p in problems)
+    assert any(p.startswith("agents.a.leak_guard.min_words:") for p in problems)
+    assert "agents.a.leak_guard.colour: unknown key" in problems
+    off = '[agents.b]\nmodel = "builtin:echo"\nmanage_system_prompt = "client"\nleak_guard = { canary = true }\n'
+    canary = 'agents.b.leak_guard.canary: the canary needs the guard on; set mode = "redact" or "stop"'
+    assert problems_of(write(tmp_path / "off.toml", off)) == [canary]

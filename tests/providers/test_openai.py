@@ -235,8 +235,7 @@ async def test_server_policy_sends_only_the_configured_prompt_first() -> None:
         await run_events("openai", fake.url, CLIENT_HISTORY, system_prompt="Operator prompt.")
     assert fake.bodies[0]["messages"] == [
         {"role": "system", "content": "Operator prompt."},
-        {"role": "user", "content": "hi"},
-        {"role": "user", "content": "who are you?"},
+        {"role": "user", "content": "hi\n\nwho are you?"},  # the two user turns left side by side go as one
     ]
 
 

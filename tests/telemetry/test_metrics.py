@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from chatgate.caller import Caller
 from chatgate.config import Config
-from chatgate.errors import PROVIDER_ERROR_CODES, ProviderError
+from chatgate.errors import PROVIDER_ERROR_KINDS, ProviderError
 from chatgate.telemetry.metrics import Metrics, error_kind
 from tests.conftest import make_config
 from tests.providers.fakes import Reply, fake_in_thread, text_reply
@@ -100,15 +100,15 @@ def test_an_upstream_failure_is_counted_by_kind(serve: Serve) -> None:
     )
 
 
-def test_error_kinds_are_the_stable_codes_not_the_public_wording() -> None:
+def test_error_kinds_are_the_stable_kinds_not_the_public_wording() -> None:
     assert (
-        error_kind(ProviderError("x", public_message="The model took too long to respond.", code="timeout"))
+        error_kind(ProviderError("x", public_message="The model took too long to respond.", kind="timeout"))
         == "timeout"
     )
-    assert error_kind(ProviderError("x", public_message="reworded for clients", code="timeout")) == "timeout"
+    assert error_kind(ProviderError("x", public_message="reworded for clients", kind="timeout")) == "timeout"
     assert error_kind(ProviderError("x", public_message="The model took too long to respond.")) == "other"
     assert error_kind(ValueError("x")) == "other"
-    assert set(PROVIDER_ERROR_CODES) == {
+    assert set(PROVIDER_ERROR_KINDS) == {
         "connect",
         "rate_limited",
         "overloaded",

@@ -9,6 +9,7 @@ import {
   lastAssistantMessageIsCompleteWithToolCalls,
 } from "ai";
 import { renderMarkdown } from "./markdown.js";
+import { accessToken, finishSignIn, loadSignIn, signOut, tokenRefused } from "./sign_in.js";
 
 const KEY_STORAGE = "chatgate.key";
 const $ = (id) => document.getElementById(id);
@@ -66,18 +67,28 @@ const page = {
   serverThreads: false, // the agent keeps conversations on the server (GET .../threads answers)
   chat: null,
   key: sessionStorage.getItem(KEY_STORAGE),
+  signIn: false, // the server signs people in ([auth.jwt] page_client_id): a token instead of a key
   fetchError: null,
 };
 
-function authHeaders() {
+async function authHeaders() {
+  if (page.signIn) return { Authorization: `Bearer ${await accessToken()}` };
   return page.key ? { Authorization: `Bearer ${page.key}` } : {};
 }
 
-/** A fetch to this server with the key; a 401 asks the user for a key and tries again with it. */
+/**
+ * A fetch to this server with the key or token. A 401 asks the user for a key and tries again with it;
+ * a refused token is refreshed (or the person signs in again) and tried once more.
+ */
 async function api(path, init = {}) {
-  for (;;) {
-    const response = await fetch(path, { ...init, headers: { ...init.headers, ...authHeaders() } });
+  for (let tries = 1; ; tries += 1) {
+    const response = await fetch(path, { ...init, headers: { ...init.headers, ...(await authHeaders()) } });
     if (response.status !== 401) return response;
+    if (page.signIn) {
+      if (tries > 1) return response; // a fresh token refused too: show why
+      tokenRefused();
+      continue;
+    }
     await askForKey(page.key ? "That key was refused. Enter another." : "This server asks for an API key.");
   }
 }
@@ -565,6 +576,7 @@ function wire() {
   $("forget-key").hidden = !page.key;
   $("forget-key").addEventListener("click", () => {
     sessionStorage.removeItem(KEY_STORAGE);
+    signOut();
     page.key = null;
     history.replaceState(null, "", location.pathname); // the conversation was the old key's
     location.reload();
@@ -578,5 +590,16 @@ function wire() {
   $("reset").addEventListener("click", () => changeSystem("/reset", "POST", {}));
 }
 
+async function start() {
+  page.signIn = await loadSignIn();
+  if (page.signIn) {
+    await finishSignIn();
+    await accessToken(); // signed in, or on the way to the provider's sign-in
+    $("forget-key").textContent = "Sign out";
+    $("forget-key").hidden = false;
+  }
+  await loadAgents();
+}
+
 wire();
-loadAgents().catch((error) => showPageError(String(error?.message ?? error)));
+start().catch((error) => showPageError(String(error?.message ?? error)));

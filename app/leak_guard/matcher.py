@@ -1,0 +1,494 @@
+"""Finding the guarded text in one stream of text as it arrives, holding back only what could still leak.
+
+``GuardedText`` is built once per guarded text (and cached): every run of ``min_words`` consecutive
+normalized words of it (app/leak_guard/words.py), and every shorter run that starts one, in one set of
+tuples. ``StreamWatch`` follows one stream (a text span, a reasoning span, a tool call's arguments):
+at each completed word it keeps the longest run of the last words that still starts a guarded run, as
+KMP keeps a partial match. What lies before that run can never be part of a leak and is released at
+once; the run itself (at most ``min_words - 1`` words) and a trailing word that could start one are
+held back. A run reaching ``min_words`` words is a leak: in ``redact`` mode its span becomes
+``[redacted]`` and every following word that continues the guarded text is swallowed with it; in
+``stop`` mode the watch releases what came before the span and stops.
+
+The canary (a random marker of distinct characters) is found in the stream of the words' letters and
+digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TypeAlias
+
+from chatgate.leak_guard.words import _NORMALIZED, JSON_TOKEN, WORD, normalized
+
+__all__ = ["REDACTED", "GuardedText", "Leak", "StreamWatch", "guarded_text"]
+
+REDACTED = "[redacted]"
+"""What a leaked span becomes."""
+
+_CACHED = 65536  # the most entries a cache of words or chunks keeps; beyond it, answers are computed each time
+
+Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int]
+"""A chunk's words: whether it starts inside a word, each word it completes (start, end, normalized),
+and where its unfinished last word starts (-1: it ends between words)."""
+
+_TEXT_SHAPES: dict[str, Shape] = {}
+_JSON_SHAPES: dict[str, Shape] = {}
+
+
+def _shape(delta: str, token: re.Pattern[str], shapes: dict[str, Shape]) -> Shape:
+    """Find ``delta``'s words once; models send the same chunks over and over, so it is remembered."""
+    glued = False
+    words: list[tuple[int, int, tuple[str, ...]]] = []
+    tail = -1
+    for match in token.finditer(delta):
+        raw = match.group()
+        if raw[0] == "\\" and token is JSON_TOKEN:
+            continue  # an escape separates words
+        first, last = match.span()
+        glued = glued or first == 0
+        if last == len(delta):
+            tail = first
+        else:
+            words.append((first, last, normalized(raw)))
+    shape = (glued, tuple(words), tail)
+    if len(shapes) < _CACHED:
+        shapes[delta] = shape
+    return shape
+
+
+_JSON_RUN = re.compile(r'(?:\\[\s\S]|[^"\\{}\[\],:])+')
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedText:
+    """What one guarded text is matched by: an Aho-Corasick automaton over its runs of ``min_words`` words.
+
+    State 0 is "no open run"; a state's ``depth`` is how many of the last words it has matched, and a
+    state of depth ``min_words`` is a leak. ``step`` follows a word, falling back along ``fail`` as KMP
+    does, so each word costs one dictionary lookup, amortized.
+    """
+
+    min_words: int
+    goto: tuple[dict[str, int], ...]
+    fail: tuple[int, ...]
+    depth: tuple[int, ...]
+    first_words: frozenset[str]
+    """The words that start a run of ``min_words``."""
+    first_word_prefixes: frozenset[str]
+    """Every prefix of a first word: a trailing, unfinished word that is one is held back."""
+    longest_word: int
+    starts: dict[str, bool] = field(default_factory=dict)
+    """``may_start``'s answers, by raw unfinished word."""
+
+    @property
+    def empty(self) -> bool:
+        """Whether the text is too short to leak (fewer than ``min_words`` words)."""
+        return not self.first_words
+
+    def step(self, state: int, word: str) -> int:
+        """The state after ``word`` in ``state``."""
+        goto = self.goto
+        while True:
+            following = goto[state].get(word)
+            if following is not None:
+                return following
+            if not state:
+                return 0
+            state = self.fail[state]
+
+    def may_start(self, raw: str) -> bool:
+        """Whether the unfinished word ``raw`` could still become a first word (its answer is remembered)."""
+        words = normalized(raw)
+        if not words:
+            starts = True  # only format characters or marks so far: wait for the rest
+        else:
+            last = words[-1]
+            starts = len(words) > 1 or (len(last) <= self.longest_word and last in self.first_word_prefixes)
+        if len(self.starts) < _CACHED:
+            self.starts[raw] = starts
+        return starts
+
+
+@lru_cache(maxsize=64)
+def guarded_text(text: str, min_words: int) -> GuardedText:
+    """The matching tables of ``text``; cached, since an agent's prompt is usually the same each run."""
+    words = [word for raw in WORD.findall(text) for word in normalized(raw)]
+    goto: list[dict[str, int]] = [{}]
+    depth = [0]
+    for start in range(len(words) - min_words + 1):
+        state = 0
+        for word in words[start : start + min_words]:
+            following = goto[state].get(word)
+            if following is None:
+                following = goto[state][word] = len(goto)
+                goto.append({})
+                depth.append(depth[state] + 1)
+            state = following
+    fail = [0] * len(goto)
+    queue = deque(goto[0].values())
+    while queue:  # breadth first: a state's fail is known before its children's
+        state = queue.popleft()
+        for word, child in goto[state].items():
+            queue.append(child)
+            back = fail[state]
+            while back and word not in goto[back]:
+                back = fail[back]
+            fail[child] = goto[back].get(word, 0) if goto[back].get(word, 0) != child else 0
+    first = frozenset(goto[0])
+    prefixes = frozenset(word[:end] for word in first for end in range(1, len(word) + 1))
+    longest = max((len(word) for word in first), default=0)
+    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), first, prefixes, longest)
+
+
+@dataclass(frozen=True, slots=True)
+class Leak:
+    """Where a leak was found in a stream: its offset and length in characters (never its text)."""
+
+    offset: int
+    length: int
+
+
+class StreamWatch:
+    """One stream's matcher: ``feed`` each delta, ``finish`` at its end; each returns the text to release.
+
+    ``json`` marks a tool call's arguments: escapes separate words, and a redaction keeps the JSON's
+    quotes and punctuation so the arguments stay JSON. ``leaks`` lists what was found; after a leak in
+    ``stop`` mode (``redact=False``) ``stopped`` is set and nothing more is released.
+    ``reported`` is for the guard: how many leaks it has counted and logged.
+    """
+
+    __slots__ = (
+        "_base",
+        "_canary",
+        "_canary_at",
+        "_canary_start",
+        "_carry",
+        "_emitted",
+        "_end",
+        "_guarded",
+        "_json",
+        "_leak_start",
+        "_leaking",
+        "_partial",
+        "_pending",
+        "_redact",
+        "_shapes",
+        "_starts",
+        "_state",
+        "_token",
+        "leaks",
+        "reported",
+        "stopped",
+    )
+
+    def __init__(self, guarded: GuardedText, canary: str | None, *, redact: bool, json: bool = False) -> None:
+        self._guarded = guarded
+        self._canary = canary or ""
+        self._redact = redact
+        self._json = json
+        self._token = JSON_TOKEN if json else WORD
+        self._shapes = _JSON_SHAPES if json else _TEXT_SHAPES
+        # ``_pending`` is the stream from offset ``_base`` to ``_end``: what is held back, and the
+        # unfinished last word (from ``_partial``, -1 if none) even when already released, so it is matched
+        # whole. ``_emitted``: the offset up to which the stream was released (or dropped, in a leak).
+        self._pending = ""
+        self._base = 0
+        self._end = 0
+        self._emitted = 0
+        self._partial = -1
+        self._carry = ""  # JSON only: an escape cut by the chunk's end, matched with the next chunk
+        self._state = 0  # the automaton's state: how long a run of the guarded text is open
+        self._starts: list[int] = []  # where each word of the open run starts (as many as its depth)
+        self._leaking = False  # inside a leak, swallowing words that continue it
+        self._leak_start = 0
+        self._canary_at = 0  # how many canary characters are matched
+        self._canary_start = 0
+        self.leaks: list[Leak] = []
+        self.reported = 0  # how many of ``leaks`` the guard has counted
+        self.stopped = False
+
+    def feed(self, delta: str) -> str:
+        """Take ``delta``; return what may be shown now (``delta`` itself when nothing is held)."""
+        if self.stopped:
+            return ""
+        if self._json:
+            delta = self._uncut(delta)
+        if not delta:
+            return ""
+        shape = self._shapes.get(delta)
+        if shape is None:
+            shape = _shape(delta, self._token, self._shapes)
+        glued, words, tail = shape
+        if tail > 0 and not words and not glued and not self._leaking and not self._canary:
+            # The usual chunk, " word": the unfinished word ends, a new one starts. The same steps as
+            # below and in ``_word``, inlined since nearly every token comes here; a leak found, or a word
+            # normalizing to several, goes the general way instead (nothing is changed before that).
+            guarded = self._guarded
+            state = self._state
+            starts = self._starts
+            partial = self._partial
+            depth = -1
+            if partial >= 0:
+                previous = self._pending[partial - self._base :]
+                found = _NORMALIZED.get(previous) or normalized(previous)
+                if len(found) == 1:
+                    following = guarded.goto[state].get(found[0])
+                    if following is None:
+                        following = guarded.step(state, found[0]) if state else 0
+                    state = following
+                    depth = guarded.depth[state]
+                else:
+                    depth = guarded.min_words
+            if depth != guarded.min_words:
+                if depth > 0:
+                    starts.append(partial)
+                    if len(starts) > depth:
+                        del starts[:-depth]
+                elif depth == 0 and starts:
+                    starts.clear()
+                self._state = state
+                begin = self._end
+                end = self._end = begin + len(delta)
+                start = self._partial = begin + tail
+                raw = delta[tail:]
+                held = starts[0] if state else end
+                if start < held:
+                    may = guarded.starts.get(raw)
+                    if may is None:
+                        may = guarded.may_start(raw)
+                    if may:
+                        held = start
+                emitted = self._emitted
+                if held < emitted:
+                    held = emitted
+                self._emitted = held
+                if emitted == begin:  # nothing was held before this chunk
+                    if held == end:
+                        self._base = start
+                        self._pending = raw
+                        return delta
+                    keep = start if start < held else held
+                    self._base = keep
+                    self._pending = delta[keep - begin :]
+                    return delta[: held - begin]
+                base = self._base
+                pending = self._pending + delta
+                keep = start if start < held else held
+                self._base = keep
+                self._pending = pending[keep - base :]
+                return pending[emitted - base : held - base]
+        base = self._base
+        begin = self._end
+        end = begin + len(delta)
+        pending = self._pending + delta
+        self._pending = pending
+        self._end = end
+        partial = self._partial
+        out: list[str] | None = None
+        if partial >= 0 and not glued:  # the unfinished word ended where this chunk begins
+            out = self._words(normalized(pending[partial - base : begin - base]), partial, begin, out)
+            partial = -1
+        for first, last, found in words:
+            start = begin + first
+            if partial >= 0:  # the unfinished word goes on into this chunk, and ends in it
+                found = normalized(pending[partial - base : begin + last - base])
+                start = partial
+                partial = -1
+            out = self._words(found, start, begin + last, out)
+            if self.stopped:
+                return "".join(out) if out else ""
+        if tail >= 0 and partial < 0:
+            partial = begin + tail
+        self._partial = partial
+        held = self._held_from(partial, end)
+        emitted = self._emitted
+        self._emitted = held
+        keep = partial if 0 <= partial < held else held
+        if keep > base:
+            self._base = keep
+            self._pending = pending[keep - base :]
+        if out is None:
+            if emitted == begin and held == end:
+                return delta  # the common case: nothing was held before, nothing is now
+            return pending[emitted - base : held - base]
+        out.append(pending[emitted - base : held - base])
+        return "".join(out)
+
+    def finish(self) -> str:
+        """The stream ended: its last word is complete; release everything not leaked."""
+        if self.stopped:
+            return ""
+        out: list[str] = []
+        if self._carry:  # a lone backslash at the very end: what is left goes out as it is
+            carry, self._carry = self._carry, ""
+            self._pending += carry
+            self._end += len(carry)
+        partial = self._partial
+        self._partial = -1
+        if partial >= 0:
+            end = self._end
+            # a JSON word may be followed by a cut escape, kept in ``_pending`` (not a word character)
+            raw = self._pending[partial - self._base :]
+            match = self._token.match(raw)
+            if match is not None and not (self._json and raw[0] == "\\"):
+                end = partial + match.end()
+                self._words(normalized(match.group()), partial, end, out)
+            if self.stopped:
+                return "".join(out)
+        if self._leaking:
+            self._end_leak()
+        out.append(self._pending[self._emitted - self._base :])
+        self._base = self._emitted = self._end
+        self._pending = ""
+        return "".join(out)
+
+    def _words(self, found: tuple[str, ...], start: int, end: int, out: list[str] | None) -> list[str] | None:
+        """Match the words one raw word normalized to; what a leak releases is added to ``out``."""
+        for word in found:
+            released = self._word(word, start, end)
+            if released:
+                if out is None:
+                    out = []
+                out.append(released)
+            if self.stopped:
+                break
+        return out
+
+    def _uncut(self, delta: str) -> str:
+        """JSON: ``delta`` after the escape cut at the previous chunk's end, without one cut at its own."""
+        if self._carry:
+            delta = self._carry + delta
+            self._carry = ""
+        at = delta.rfind("\\", max(0, len(delta) - 6))
+        if at < 0:
+            return delta
+        escaping = at
+        while escaping > 0 and delta[escaping - 1] == "\\":
+            escaping -= 1
+        rest = delta[at + 1 :]
+        if (at - escaping) % 2 == 0 and (not rest or (rest[0] == "u" and len(rest) < 5)):
+            self._carry = delta[at:]
+            return delta[:at]
+        return delta
+
+    def _word(self, word: str, start: int, end: int) -> str | None:
+        """Match one completed word; returns text released because of a leak, if any."""
+        guarded = self._guarded
+        if self._leaking:
+            state = guarded.step(self._state, word)
+            if guarded.depth[state] == guarded.min_words:  # the leak goes on: swallow this word too
+                self._state = state
+                return self._swallow(end)
+            self._end_leak()
+        if self._canary:
+            released = self._canary_word(word, start, end)
+            if self.stopped or released is not None:
+                return released
+        state = guarded.step(self._state, word)
+        self._state = state
+        depth = guarded.depth[state]
+        starts = self._starts
+        if not depth:
+            starts.clear()
+            return None
+        starts.append(start)
+        if len(starts) > depth:
+            del starts[:-depth]
+        if depth == guarded.min_words:
+            return self._leak(starts[0], end, continues=True)
+        return None
+
+    def _canary_word(self, word: str, start: int, end: int) -> str | None:
+        canary = self._canary
+        at = self._canary_at
+        if at == 0 and canary[0] not in word:
+            return None
+        for char in word:  # the canary's characters are distinct: a mismatch restarts at its first
+            if char == canary[at]:
+                if at == 0:
+                    self._canary_start = start
+                at += 1
+                if at == len(canary):
+                    self._canary_at = 0
+                    return self._leak(self._canary_start, end, continues=False)
+            elif char == canary[0]:
+                at = 1
+                self._canary_start = start
+            else:
+                at = 0
+        self._canary_at = at
+        return None
+
+    def _leak(self, start: int, end: int, *, continues: bool) -> str:
+        """A leak spans ``start`` to ``end``: release what precedes it, and its redaction."""
+        base = self._base
+        start = max(start, self._emitted)  # what was already released cannot be taken back
+        before = self._pending[self._emitted - base : start - base]
+        span = self._pending[start - base : end - base]
+        self._emitted = end
+        self._canary_at = 0
+        self._leak_start = start
+        if not self._redact:
+            self.leaks.append(Leak(start, end - start))
+            self.stopped = True
+            self._pending = ""
+            return before
+        if continues:
+            self._leaking = True
+        else:
+            self._state = 0
+            self._starts.clear()
+            self.leaks.append(Leak(start, end - start))
+        if self._json:
+            return before + _JSON_RUN.sub(_redacted_run, span)
+        return before + REDACTED
+
+    def _swallow(self, end: int) -> str | None:
+        span = self._pending[self._emitted - self._base : end - self._base]
+        self._emitted = end
+        if self._json:
+            kept = _JSON_RUN.sub("", span)  # the arguments stay JSON: keep its quotes and punctuation
+            return kept or None
+        return None
+
+    def _end_leak(self) -> None:
+        self._leaking = False
+        self.leaks.append(Leak(self._leak_start, self._emitted - self._leak_start))
+        self._state = 0
+        self._starts.clear()
+
+    def _held_from(self, partial: int, end: int) -> int:
+        """The stream offset from which text must still be held back."""
+        emitted = self._emitted
+        if self._leaking:
+            return emitted
+        held = self._starts[0] if self._state else end
+        if self._canary_at and self._canary_start < held:
+            held = self._canary_start
+        if 0 <= partial < held and self._may_start(self._pending[partial - self._base :]):
+            held = partial
+        return held if held > emitted else emitted
+
+    def _may_start(self, raw: str) -> bool:
+        """Whether an unfinished word could still become the start of a leak, or of the canary."""
+        starts = self._guarded.starts.get(raw)
+        if starts is None:
+            starts = self._guarded.may_start(raw)
+        if starts:
+            return True
+        canary = self._canary
+        if canary:
+            text = "".join(normalized(raw))
+            at = text.rfind(canary[0])
+            if at >= 0 and (canary.startswith(text[at:]) or canary in text):
+                return True
+        return False
+
+
+def _redacted_run(match: re.Match[str]) -> str:
+    run = match.group()
+    return REDACTED if WORD.search(run) else run

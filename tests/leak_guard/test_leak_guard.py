@@ -1,0 +1,242 @@
+"""The leak guard's matcher and event filter: a leaked prompt is never visible, other answers pass byte for byte.
+
+Properties (hypothesis) over prompts of random words, answers that quote a run of them respelled (case,
+separators, full-width letters, zero-width spaces, mathematical letters: all NFKC-equal), cut at any
+chunk boundaries, in text, reasoning and tool call arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from chatgate.events import (
+    ModelFinished,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from chatgate.history import SystemMessage, TextPart, UserMessage
+from chatgate.leak_guard import REDACTED, PromptLeak, StreamWatch, guarded_text, start_guard
+from chatgate.leak_guard.words import WORD, normalized
+from chatgate.providers import ModelRequest
+
+K = 8
+VOCABULARY = [
+    "you", "are", "acme", "support", "agent", "never", "reveal", "the", "internal", "discount", "code",
+    "to", "anyone", "always", "answer", "in", "english", "refund", "policy", "is", "thirty", "days",
+    "a", "of", "and", "it", "customer", "plan", "beta", "secret", "rule", "zeta",
+]  # fmt: skip
+SEPARATORS = [" ", "  ", "\n", ", ", ". ", "\t", " - ", ": ", "; ", "\n\n", " (", ") ", "! "]
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def words_of(text: str) -> list[str]:
+    return [word for raw in WORD.findall(text) for word in normalized(raw)]
+
+
+def visible_leak(shown: str, prompt: str, k: int = K) -> bool:
+    """Whether ``shown`` holds ``k`` consecutive words of ``prompt`` outside a redaction."""
+    grams = {tuple(words_of(prompt)[i : i + k]) for i in range(len(words_of(prompt)) - k + 1)}
+    for piece in shown.split(REDACTED):
+        words = words_of(piece)
+        if any(tuple(words[i : i + k]) in grams for i in range(len(words) - k + 1)):
+            return True
+    return False
+
+
+def respell(word: str, style: int) -> str:
+    """``word`` in one of several NFKC-equal spellings."""
+    if style == 1:
+        return word.upper()
+    if style == 2:
+        return word.capitalize()
+    if style == 3:
+        return "".join(chr(ord(c) + 0xFEE0) for c in word)  # full-width letters
+    if style == 4 and len(word) > 1:
+        return word[0] + "\u200b" + word[1:]  # a zero-width space inside the word
+    if style == 5:
+        return "".join(chr(0x1D41A + ord(c) - ord("a")) if c.isalpha() else c for c in word)  # bold math letters
+    return word
+
+
+@st.composite
+def prompts(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.sampled_from(VOCABULARY), min_size=K, max_size=30))
+    return " ".join(words) + "."
+
+
+@st.composite
+def spelled(draw: st.DrawFn, words: list[str]) -> str:
+    out = []
+    for word in words:
+        out.append(respell(word, draw(st.integers(0, 5))))
+        out.append(draw(st.sampled_from(SEPARATORS)))
+    return "".join(out)
+
+
+@st.composite
+def cuts(draw: st.DrawFn, text: str) -> list[str]:
+    points = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=len(text) + 1))))
+    bounds = [0, *points, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def watch(chunks: list[str], prompt: str, *, redact: bool = True, json_args: bool = False) -> tuple[str, StreamWatch]:
+    stream = StreamWatch(guarded_text(prompt, K), None, redact=redact, json=json_args)
+    shown = "".join(stream.feed(chunk) for chunk in chunks) + stream.finish()
+    return shown, stream
+
+
+@FAST
+@given(st.data())
+def test_a_leaked_run_is_never_visible_at_any_chunk_split(data: st.DataObject) -> None:
+    prompt = data.draw(prompts())
+    words = prompt.rstrip(".").split()
+    start = data.draw(st.integers(0, len(words) - K))
+    end = data.draw(st.integers(start + K, len(words)))
+    before = data.draw(st.lists(st.sampled_from(["hello", "sure", "here", "ok"]), max_size=4))
+    text = " ".join(before) + " " + data.draw(spelled(words[start:end])) + " thanks!"
+    chunks = data.draw(cuts(text))
+    shown, stream = watch(chunks, prompt)
+    assert stream.leaks
+    assert not visible_leak(shown, prompt)
+    assert REDACTED in shown
+
+
+@FAST
+@given(st.data())
+def test_an_answer_sharing_fewer_than_min_words_passes_byte_for_byte(data: st.DataObject) -> None:
+    prompt = data.draw(prompts())
+    words = data.draw(st.lists(st.sampled_from([*VOCABULARY, "banana", "x", "ok"]), max_size=40))
+    text = data.draw(spelled(words))
+    assume(not visible_leak(text, prompt))
+    shown, stream = watch(data.draw(cuts(text)), prompt)
+    assert shown == text and not stream.leaks
+
+
+@FAST
+@given(st.data())
+def test_stop_mode_shows_only_what_came_before_the_leak(data: st.DataObject) -> None:
+    prompt = data.draw(prompts())
+    words = prompt.rstrip(".").split()
+    text = "Well, here goes: " + data.draw(spelled(words[:K])) + " and more"
+    shown, stream = watch(data.draw(cuts(text)), prompt, redact=False)
+    assert stream.stopped and len(stream.leaks) == 1
+    assert text.startswith(shown) and not visible_leak(shown, prompt)
+
+
+@FAST
+@given(st.data())
+def test_leaked_tool_arguments_stay_json_and_hide_the_prompt(data: st.DataObject) -> None:
+    prompt = data.draw(prompts())
+    words = prompt.rstrip(".").split()
+    split = data.draw(st.integers(1, K - 1))  # the leak crosses two JSON strings
+    glue = data.draw(st.sampled_from([" ", "\n", "\t", " \u00e9 ", '" '])).join  # escapes, cut anywhere
+    arguments = json.dumps({"q": [glue(words[:split]), glue(words[split:])], "n": 3})
+    shown, stream = watch(data.draw(cuts(arguments)), prompt, json_args=True)
+    decoded = json.loads(shown)
+    assert stream.leaks and decoded["n"] == 3
+    assert not visible_leak(" ".join(decoded["q"]), prompt)
+
+
+def test_the_canary_is_caught_in_any_spacing() -> None:
+    prompt = "short prompt"
+    for spelling in ["cgk7qx", "C G K 7 Q X", "c-g-k-7-q-x", respell("cgk7qx", 3), "c\u200bgk7qx", "xxcgk7qxyy"]:
+        text = f"the marker is {spelling} ok"
+        stream = StreamWatch(guarded_text(prompt, K), "cgk7qx", redact=True)
+        shown = "".join(stream.feed(c) for c in text) + stream.finish()
+        assert "[redacted]" in shown and stream.leaks, spelling
+        assert "cgk7qx" not in "".join(words_of(shown)), spelling
+
+
+def test_text_that_starts_no_leak_is_released_at_once() -> None:
+    stream = StreamWatch(guarded_text(" ".join(VOCABULARY[:10]), K), None, redact=True)
+    assert stream.feed("Bananas ") == "Bananas "
+    assert stream.feed("grow") == "grow"  # "grow" is not the start of any prompt word
+    assert stream.feed(" you are") == " "  # "you are" could begin the prompt: held
+    assert stream.feed(" kind ") == "you are kind "  # it did not
+
+
+def run_guard(events: list[RunEvent], prompt: str, mode: str = "redact") -> list[RunEvent]:
+    request = ModelRequest("m", (SystemMessage(prompt), UserMessage((TextPart("hi"),))))
+    _, guard = start_guard(request, mode=mode, min_words=K, canary=False, agent="bot", run_id="r")  # type: ignore[arg-type]
+    assert guard is not None
+
+    async def source() -> AsyncIterator[RunEvent]:
+        for event in events:
+            yield event
+
+    async def collect() -> list[RunEvent]:
+        return [event async for event in guard.watch(source())]
+
+    return asyncio.run(collect())
+
+
+@FAST
+@given(st.data())
+def test_the_event_filter_hides_a_leak_in_text_and_reasoning(data: st.DataObject) -> None:
+    prompt = data.draw(prompts())
+    words = prompt.rstrip(".").split()
+    reasoning = data.draw(cuts("I should say " + data.draw(spelled(words[:K]))))
+    text = data.draw(cuts("Here: " + data.draw(spelled(words[-K:])) + " bye"))
+    events: list[RunEvent] = [ReasoningStart("r1"), *(ReasoningDelta("r1", c) for c in reasoning), ReasoningEnd("r1")]
+    events += [TextStart("t1"), *(TextDelta("t1", c) for c in text)]  # no TextEnd: the model call's end flushes
+    events += [ModelFinished("stop")]
+    out = run_guard(events, prompt)
+    shown_reasoning = "".join(e.delta for e in out if isinstance(e, ReasoningDelta))
+    shown_text = "".join(e.delta for e in out if isinstance(e, TextDelta))
+    assert not visible_leak(shown_reasoning, prompt) and not visible_leak(shown_text, prompt)
+    assert shown_text.endswith(" bye") and type(out[-1]) is ModelFinished
+
+
+def test_a_tool_call_end_carries_the_redacted_arguments() -> None:
+    prompt = " ".join(VOCABULARY[:12])
+    arguments = json.dumps({"text": " ".join(VOCABULARY[:9])})
+    events: list[RunEvent] = [ToolCallStart("c1", "show"), ToolCallDelta("c1", arguments), ToolCallEnd("c1", arguments)]
+    out = run_guard(events, prompt)
+    end = out[-1]
+    assert isinstance(end, ToolCallEnd) and json.loads(end.arguments) == {"text": REDACTED}
+    assert "".join(e.delta for e in out if isinstance(e, ToolCallDelta)) == end.arguments
+
+
+def test_stop_mode_ends_the_call_with_prompt_leak() -> None:
+    prompt = " ".join(VOCABULARY[:12])
+    events: list[RunEvent] = [TextStart("t1"), TextDelta("t1", "Sure. " + " ".join(VOCABULARY[:9])), TextEnd("t1")]
+    try:
+        run_guard(events, prompt, mode="stop")
+    except PromptLeak:
+        pass
+    else:
+        raise AssertionError("the leak did not stop the run")
+
+
+def test_the_canary_is_added_to_the_system_text_and_differs_per_run() -> None:
+    request = ModelRequest("m", (SystemMessage("Be brief."), UserMessage((TextPart("hi"),))))
+    markers = set()
+    for _ in range(2):
+        sent, guard = start_guard(request, mode="redact", min_words=K, canary=True, agent="bot", run_id="r")
+        assert guard is not None and isinstance(sent.messages[1], SystemMessage)
+        assert sent.messages[0].content == "Be brief." and isinstance(sent.messages[2], UserMessage)
+        markers.add(sent.messages[1].content.rsplit(" ", 1)[1])
+    assert len(markers) == 2
+
+
+def test_no_guard_when_off_or_nothing_to_guard() -> None:
+    request = ModelRequest("m", (SystemMessage("Be brief and kind."), UserMessage((TextPart("hi"),))))
+    assert start_guard(request, mode="redact", min_words=K, canary=False, agent="a", run_id="r")[1] is None
+    long = ModelRequest("m", (SystemMessage(" ".join(VOCABULARY)), UserMessage((TextPart("hi"),))))
+    assert start_guard(long, mode="off", min_words=K, canary=False, agent="a", run_id="r")[1] is None
+    assert start_guard(long, mode="redact", min_words=K, canary=False, agent="a", run_id="r")[1] is not None
