@@ -30,13 +30,20 @@ from mcp.types import CONNECTION_CLOSED
 
 from chatgate.config import MCPServerConfig
 
-__all__ = ["MCPConnection", "MCPUnavailable", "list_tools_once"]
+__all__ = ["MCPConnection", "MCPUnavailable", "list_tools_once", "root_cause"]
 
 logger = logging.getLogger("chatgate.mcp")
 
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 HEALTH_INTERVAL = 5.0
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first leaf of anyio's exception groups: what actually went wrong."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 class MCPUnavailable(Exception):
@@ -158,7 +165,8 @@ class MCPConnection:
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # anyio wraps failures in exception groups
-                logger.warning("mcp server %r: session ended: %s: %s", self.name, type(exc).__name__, exc)
+                cause = root_cause(exc)
+                logger.warning("mcp server %r: session ended: %s: %s", self.name, type(cause).__name__, cause)
             finally:
                 self._ready.clear()
                 self._session = None

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from chatgate.config import AgentConfig, Config
-from chatgate.mcp.connection import MCPConnection
 from chatgate.mcp.metrics import MCPMetrics
-from chatgate.mcp.tools import AgentTools
 from chatgate.tools import Tool
+
+if TYPE_CHECKING:
+    from chatgate.mcp.connection import MCPConnection
 
 __all__ = ["MCPServers"]
 
@@ -26,7 +28,11 @@ class MCPServers:
     """Every configured MCP server's connection in this process."""
 
     def __init__(self, config: Config, metrics: MCPMetrics | None = None) -> None:
-        self.connections = {name: MCPConnection(name, server) for name, server in config.mcp_servers.items()}
+        self.connections: dict[str, MCPConnection] = {}
+        if config.mcp_servers:  # the SDK loads only when there is a server to talk to
+            from chatgate.mcp.connection import MCPConnection
+
+            self.connections = {name: MCPConnection(name, server) for name, server in config.mcp_servers.items()}
         self.metrics = metrics
 
     def start(self) -> None:
@@ -42,7 +48,9 @@ class MCPServers:
         """The agent's tools: ``server_tools`` plus those of its MCP servers, live."""
         if not agent.mcp:
             return server_tools
-        chosen = {}
+        from chatgate.mcp.tools import AgentTools
+
+        chosen: dict[str, Any] = {}
         for server, choice in agent.mcp.items():
             connection = self.connections.get(server)
             if connection is None:
