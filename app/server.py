@@ -33,7 +33,7 @@ from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable
 from chatgate.files import check_files
 from chatgate.logs import loggable
-from chatgate.mcp import MCPServers
+from chatgate.mcp.servers import MCPServers
 from chatgate.metrics import Metrics, metrics_endpoint
 from chatgate.observe import label_request, observe_request
 from chatgate.openapi import openapi_endpoint
