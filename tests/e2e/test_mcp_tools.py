@@ -8,6 +8,7 @@ The servers: ``@modelcontextprotocol/server-everything`` (npm; stdio and streama
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -310,3 +311,25 @@ def test_an_approval_required_mcp_tool_runs_once_whatever_is_replayed(
         thread.join()
     assert [call["arguments"] for call in calls_on_server(log)] == [{"message": "once"}, {"message": "raced"}]
     assert len(outcomes) == 8
+
+
+def test_a_stdio_server_logs_its_stderr_and_stops_with_the_app(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="chatgate.mcp.everything")
+    app = create_app(config({"everything": {"command": everything_stdio()}}, {"everything": {}}))
+    server = LiveServer(app)
+    server.start()
+    try:
+        for _ in range(600):
+            if httpx.get(f"{server.url}/readyz").status_code == 200:
+                break
+            time.sleep(0.05)
+        (pid,) = child_pids(str(EVERYTHING))
+        for _ in range(200):  # the log thread reads the pipe at its own pace
+            if any(r.name == "chatgate.mcp.everything" and "STDIO" in r.getMessage() for r in caplog.records):
+                break
+            time.sleep(0.05)
+        assert any(r.name == "chatgate.mcp.everything" and "STDIO" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()
+    assert child_pids(str(EVERYTHING)) == []
+    assert not Path(f"/proc/{pid}").exists()
