@@ -106,11 +106,13 @@ async def test_an_agents_tools_follow_the_servers_list_and_a_gone_tool_is_never_
     assert tools and list(tools) == []  # the server lists nothing yet: still an agent with server tools
 
     connection.tools = {name: _tool(name) for name in ("read_file", "write_file", "write_secret", "delete")}
+    connection.listings += 1
     assert sorted(tools) == ["files__read_file", "files__write_file"]
     assert not tools["files__read_file"].requires_approval
     assert tools["files__write_file"].requires_approval
 
     connection.tools = {"read_file": _tool("read_file")}  # notifications/tools/list_changed, relisted
+    connection.listings += 1
     assert list(tools) == ["files__read_file"]
     gone = tools["files__write_file"]  # a call made before the change
     assert gone.requires_approval  # still needs its human: the globs decide, not the list

@@ -121,7 +121,7 @@ class MCPConnection:
         self.name = name
         self.config = config
         self.tools: Mapping[str, types.Tool] = {}
-        self.listings = 0  # how many times the tools were listed (tests count re-listings)
+        self.listings = 0  # bumped with each new ``tools``: an agent's tool map is rebuilt when it moves
         self.restarts = 0
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()

@@ -104,7 +104,7 @@ class AgentTools(Mapping[str, Tool]):
 
     def _current(self) -> dict[str, Tool]:
         """Every offered tool, rebuilt only when a server's list changed."""
-        stamp = tuple(id(connection.tools) for connection, _ in self._mcp.values())
+        stamp = tuple(connection.listings for connection, _ in self._mcp.values())
         if self._cache is not None and self._cache[0] == stamp:
             return self._cache[1]
         tools: dict[str, Tool] = dict(self._fixed)
