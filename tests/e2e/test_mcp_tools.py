@@ -66,12 +66,13 @@ def serve() -> Iterator[Serve]:
         server.stop()
 
 
-def config(servers: dict[str, dict[str, Any]], mcp: dict[str, dict[str, Any]], **agent: Any) -> Config:
-    return make_config(
-        {"ops": {"model": "builtin:echo", "mcp": mcp, **agent}},
-        mcp_servers=servers,
-        server={"approval_secret": "a-secret-of-enough-length"},
-    )
+def config(
+    servers: dict[str, dict[str, Any]], mcp: dict[str, dict[str, Any]], *, redis_url: str | None = None, **agent: Any
+) -> Config:
+    server: dict[str, Any] = {"approval_secret": "a-secret-of-enough-length"}
+    if redis_url is not None:
+        server["redis_url"] = redis_url
+    return make_config({"ops": {"model": "builtin:echo", "mcp": mcp, **agent}}, mcp_servers=servers, server=server)
 
 
 def run(base: str, protocol: str, text: str, *, real_client: bool = False) -> list[dict[str, Any]]:
@@ -333,3 +334,24 @@ def test_a_stdio_server_logs_its_stderr_and_stops_with_the_app(caplog: pytest.Lo
         server.stop()
     assert child_pids(str(EVERYTHING)) == []
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_an_mcp_approval_raced_across_two_replicas_runs_once(
+    serve: Serve, protocol: str, tmp_path: Path, redis_url: str
+) -> None:
+    # Each replica has its own child server; both tap into one log: every call that ran anywhere.
+    log = tmp_path / "calls.jsonl"
+    replica = config(
+        {"everything": {"command": counted(everything_stdio(), log)}},
+        {"everything": {"requires_approval": ["echo"]}},
+        redis_url=redis_url,
+    )
+    (first, _), (second, _) = serve(replica), serve(replica)
+    paused = ask(first, protocol, "ops", {"message": "replicas"}, tool="everything__echo")
+    threads = [threading.Thread(target=answer, args=(base, paused, "ops")) for base in (first, second) * 4]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert tool_outputs(answer(second, paused, "ops")) == ["Echo: replicas"]  # the recorded outcome
+    assert calls_on_server(log) == [{"tool": "echo", "arguments": {"message": "replicas"}}]
