@@ -355,3 +355,13 @@ def test_an_mcp_approval_raced_across_two_replicas_runs_once(
         thread.join()
     assert tool_outputs(answer(second, paused, "ops")) == ["Echo: replicas"]  # the recorded outcome
     assert calls_on_server(log) == [{"tool": "echo", "arguments": {"message": "replicas"}}]
+
+
+def test_a_stdio_server_gets_its_env_and_none_of_chatgates(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHATGATE_TEST_SECRET", "not-for-mcp-servers")
+    everything = {"command": everything_stdio(), "env": {"GIVEN": "to-the-server"}}
+    base, _ = serve(config({"everything": everything}, {"everything": {}}))
+    (output,) = tool_outputs(run(base, "ag-ui", "/call everything__get-env {}"))
+    environment = json.loads(output)
+    assert environment["GIVEN"] == "to-the-server"
+    assert "CHATGATE_TEST_SECRET" not in environment
