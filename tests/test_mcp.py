@@ -111,9 +111,10 @@ async def test_an_agents_tools_follow_the_servers_list_and_a_gone_tool_is_never_
     assert not tools["files__read_file"].requires_approval
     assert tools["files__write_file"].requires_approval
 
-    connection.tools = {"read_file": _tool("read_file")}  # notifications/tools/list_changed, relisted
+    huge = types.Tool(name="read_all", input_schema={"type": "object", "description": "z" * 70_000})
+    connection.tools = {"read_file": _tool("read_file"), "read_all": huge}  # list_changed, relisted
     connection.listings += 1
-    assert list(tools) == ["files__read_file"]
+    assert list(tools) == ["files__read_file"]  # read_all's 70 kB schema is never offered
     gone = tools["files__write_file"]  # a call made before the change
     assert gone.requires_approval  # still needs its human: the globs decide, not the list
     outcome = await asyncio.wait_for(gone.call("{}"), 5)

@@ -6,7 +6,7 @@ import asyncio
 
 from chatgate.config import Config
 from chatgate.mcp.connection import list_tools_once
-from chatgate.mcp.naming import clean_description, name_problem, offered_name
+from chatgate.mcp.naming import clean_description, name_problem, offered_name, schema_problem
 
 __all__ = ["tool_listing"]
 
@@ -20,7 +20,7 @@ def tool_listing(config: Config, server: str) -> list[str]:
     tools = asyncio.run(list_tools_once(server, settings))
     lines = []
     for tool in tools:
-        problem = name_problem(server, tool.name)
+        problem = name_problem(server, tool.name) or schema_problem(tool.input_schema)
         if problem is not None:
             lines.append(f"{tool.name[:80]!r}: not offered: {problem}")
             continue

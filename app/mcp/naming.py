@@ -5,8 +5,9 @@ no ``__`` and no trailing ``_`` (``chatgate.config.schema.MCP_SERVER_NAME``), so
 one way only, two servers never offer the same name, and a server tool of that shape is refused by
 ``check-config``. A server's own tool name must be 1-64 letters, digits, ``_`` or ``-`` and the offered
 name at most 64 characters (what the OpenAI and Anthropic APIs accept); other tools are not offered.
-Descriptions are data from the server: control and invisible format characters are removed and the
-text is cut to ``MAX_DESCRIPTION_CHARS``.
+An input schema must be an object schema of at most ``MAX_SCHEMA_BYTES`` as JSON. Descriptions are data
+from the server: control and invisible format characters are removed and the text is cut to
+``MAX_DESCRIPTION_CHARS``.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from chatgate.config import AgentMCPConfig
+from chatgate.strict_json import dump_json
 
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MAX_NAME_CHARS",
+    "MAX_SCHEMA_BYTES",
     "SEPARATOR",
     "clean_description",
     "name_problem",
     "offered_name",
+    "schema_problem",
     "selected",
     "server_of",
     "wants_approval",
@@ -33,6 +38,7 @@ __all__ = [
 SEPARATOR = "__"
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
+MAX_SCHEMA_BYTES = 64 * 1024
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -53,6 +59,16 @@ def name_problem(server: str, tool: str) -> str | None:
         return "its name is not 1-64 letters, digits, '_' or '-'"
     if len(offered_name(server, tool)) > MAX_NAME_CHARS:
         return f"{offered_name(server, tool)!r} is longer than {MAX_NAME_CHARS} characters"
+    return None
+
+
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why an input schema cannot be offered (not an object schema, or over ``MAX_SCHEMA_BYTES``), or None."""
+    if schema.get("type") != "object":
+        return 'its input schema is not {"type": "object", ...}'
+    size = len(dump_json(schema))
+    if size > MAX_SCHEMA_BYTES:
+        return f"its input schema is {size} bytes, over {MAX_SCHEMA_BYTES}"
     return None
 
 

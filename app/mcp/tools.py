@@ -19,7 +19,15 @@ from typing import Any
 from chatgate.config import AgentMCPConfig
 from chatgate.mcp.connection import MCPConnection, MCPUnavailable
 from chatgate.mcp.metrics import MCPMetrics
-from chatgate.mcp.naming import clean_description, name_problem, offered_name, selected, server_of, wants_approval
+from chatgate.mcp.naming import (
+    clean_description,
+    name_problem,
+    offered_name,
+    schema_problem,
+    selected,
+    server_of,
+    wants_approval,
+)
 from chatgate.mcp.results import outcome_of
 from chatgate.run_input import ToolDefinition
 from chatgate.tools import Tool, ToolOutcome
@@ -112,7 +120,7 @@ class AgentTools(Mapping[str, Tool]):
             for listed in connection.tools.values():
                 if not selected(listed.name, choice):
                     continue
-                problem = name_problem(server, listed.name)
+                problem = name_problem(server, listed.name) or schema_problem(listed.input_schema)
                 if problem is not None:
                     logger.warning("mcp server %r: tool %r not offered: %s", server, listed.name[:80], problem)
                     continue
