@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import IO, Any, TextIO, cast
 
+import anyio
 import httpx2
 from mcp import ClientSession, MCPError, types
 from mcp.client.session import IncomingMessage
@@ -216,11 +217,11 @@ class MCPConnection:
                 raise MCPUnavailable(f"mcp server {self.name!r} is not connected")
             try:
                 return await session.call_tool(tool, arguments)
-            except MCPError as exc:
-                if _connection_lost(exc):
-                    self._lost.set()  # reconnect now, not at the next health ping
-                    raise MCPUnavailable(f"mcp server {self.name!r} closed the connection") from exc
-                raise
+            except (MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+                if isinstance(exc, MCPError) and not _connection_lost(exc):
+                    raise
+                self._lost.set()  # reconnect now, not at the next health ping
+                raise MCPUnavailable(f"mcp server {self.name!r} closed the connection") from exc
 
 
 def _connection_lost(exc: MCPError) -> bool:
