@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import httpx
 
@@ -20,7 +20,10 @@ from chatgate.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.providers import Provider, build_provider
 from chatgate.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS
 from chatgate.run_input import ToolDefinition
-from chatgate.tools import ServerTool, import_function
+from chatgate.tools import ServerTool, Tool, import_function
+
+if TYPE_CHECKING:
+    from chatgate.mcp import MCPServers
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "context_budget", "prompt_template"]
 
@@ -46,7 +49,7 @@ class Agent:
     name: str
     config: AgentConfig
     provider: Provider
-    server_tools: Mapping[str, ServerTool] = field(default_factory=dict)
+    server_tools: Mapping[str, Tool] = field(default_factory=dict)
     client_tools: tuple[ToolDefinition, ...] = ()
     max_steps: int = 10
     approvals: ApprovalSigner = field(default_factory=lambda: ApprovalSigner(new_secret()))
@@ -122,6 +125,11 @@ def context_budget(
     return ContextBudget(name, window=None, strategy=context.strategy, answer=answer, probe=probe)
 
 
+def _agent_tools(name: str, agent: AgentConfig, base_dir: Path, mcp: MCPServers | None) -> Mapping[str, Tool]:
+    tools: dict[str, Tool] = dict(_server_tools(agent, base_dir))
+    return mcp.agent_tools(name, agent, tools) if mcp is not None else tools
+
+
 def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
     return tuple(ToolDefinition(name, tool.description, tool.parameters) for name, tool in agent.client_tools.items())
 
@@ -131,9 +139,16 @@ class AgentRegistry:
 
     ``approvals`` is the app's (one per app, outliving reloads): building a registry with it warns when
     the config has approvals to answer and no shared ledger. By default the registry has its own.
+    ``mcp`` is the app's MCP servers (started with the app): agents get the tools they choose of them.
     """
 
-    def __init__(self, config: Config, http_client: httpx.AsyncClient, approvals: AppApprovals | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        http_client: httpx.AsyncClient,
+        approvals: AppApprovals | None = None,
+        mcp: MCPServers | None = None,
+    ) -> None:
         self.config = config
         if approvals is not None:
             approvals.warn_if_unshared(config)
@@ -144,7 +159,7 @@ class AgentRegistry:
                 name,
                 agent,
                 build_provider(agent, config, http_client),
-                server_tools=_server_tools(agent, config.base_dir),
+                server_tools=_agent_tools(name, agent, config.base_dir, mcp),
                 client_tools=_client_tools(agent),
                 max_steps=agent.max_steps,
                 approvals=signer,

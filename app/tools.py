@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -29,7 +29,7 @@ from chatgate.operator_code import make_importable
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json
 
-__all__ = ["ServerTool", "ToolOutcome", "import_function"]
+__all__ = ["ServerTool", "Tool", "ToolOutcome", "import_function"]
 
 logger = logging.getLogger("chatgate.tools")
 
@@ -45,6 +45,33 @@ class ToolOutcome:
     content: str
     is_error: bool = False
     value: Any = None
+
+
+class Tool(Protocol):
+    """A tool chatgate runs for the model, whatever its kind (a Python function, an MCP server's tool).
+
+    The runner offers ``definition``, pauses for a human when ``requires_approval``, and awaits
+    ``call`` with the model's arguments as JSON text; a call never raises, failures are error outcomes.
+    """
+
+    @property
+    def name(self) -> str:
+        """The name the model calls it by."""
+        ...
+
+    @property
+    def requires_approval(self) -> bool:
+        """Whether a call waits for a human's approval."""
+        ...
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """How the tool is offered to the model."""
+        ...
+
+    async def call(self, arguments_json: str) -> ToolOutcome:
+        """Run the tool with the model's arguments."""
+        ...
 
 
 def import_function(path: str, base_dir: Path | None = None) -> Callable[..., Any]:
