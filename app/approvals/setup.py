@@ -38,7 +38,9 @@ class AppApprovals:
         """Say loudly that approvals are single-use per process only, if ``config`` has any to answer."""
         if not isinstance(self.ledger, MemoryApprovalLedger):
             return
-        if any(tool.requires_approval for agent in config.agents.values() for tool in agent.tools.values()):
+        gated = any(tool.requires_approval for agent in config.agents.values() for tool in agent.tools.values())
+        gated = gated or any(c.requires_approval for agent in config.agents.values() for c in agent.mcp.values())
+        if gated:
             logger.warning(
                 "APPROVALS ARE SINGLE-USE ONLY WITHIN THIS PROCESS: no [server] redis_url is set, so the ledger "
                 "of answered approvals lives in this process's memory. A deployment with several processes or "

@@ -43,6 +43,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
             problems.append(
                 f'agents.{name}.leak_guard.canary: the canary needs the guard on; set mode = "redact" or "stop"'
             )
+        problems += _mcp_problems(name, agent, config)
         problems += _prompt_problems(f"agents.{name}.system_prompt", agent.system_prompt, config.base_dir)
         for prompt_name, prompt in agent.prompts.items():
             problems += _prompt_problems(f"agents.{name}.prompts.{prompt_name}", prompt, config.base_dir)
@@ -156,4 +157,20 @@ def _tool_problems(agent_name: str, agent: AgentConfig, base_dir: Path) -> list[
             import_function(settings.function, base_dir)
         except ValueError as exc:
             problems.append(f"agents.{agent_name}.tools.{tool}.function: {exc}")
+    return problems
+
+
+def _mcp_problems(agent_name: str, agent: AgentConfig, config: Config) -> list[str]:
+    problems = [
+        f"agents.{agent_name}.mcp.{server}: no [mcp_servers.{server}] table"
+        for server in agent.mcp
+        if server not in config.mcp_servers
+    ]
+    # An MCP tool is offered as SERVER__tool: a server tool of that shape would shadow it.
+    problems += [
+        f"agents.{agent_name}.tools.{tool}: names starting with '{server}__' are the MCP server {server!r}'s"
+        for tool in agent.tools
+        for server in agent.mcp
+        if tool.startswith(f"{server}__")
+    ]
     return problems

@@ -24,6 +24,7 @@ __all__ = [
     "PLACEHOLDER",
     "AdminClaimConfig",
     "AgentConfig",
+    "AgentMCPConfig",
     "AuthConfig",
     "ClientToolConfig",
     "CodeConfig",
@@ -33,6 +34,7 @@ __all__ = [
     "KeyConfig",
     "LeakGuardConfig",
     "LeakGuardMode",
+    "MCPServerConfig",
     "ProviderConfig",
     "ProviderKind",
     "ProviderTimeouts",
@@ -209,6 +211,49 @@ class ServerToolConfig(_Strict):
     timeout: float = Field(default=30.0, gt=0)
 
 
+MCP_SERVER_NAME = r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$"
+"""A ``[mcp_servers.NAME]`` name: no ``__`` and no trailing ``_``, so ``NAME__tool`` splits one way."""
+
+
+class MCPServerConfig(_Strict):
+    """``[mcp_servers.NAME]``: a Model Context Protocol server whose tools agents may use (docs/tools.md).
+
+    Exactly one of ``command`` (a stdio server: a child process of each chatgate process, with ``env``
+    added to its environment) or ``url`` (a streamable HTTP server, sent ``headers``). Every call is cut
+    off after ``timeout_seconds``; a result longer than ``max_output_chars`` is truncated with a marker.
+    """
+
+    command: tuple[str, ...] | None = Field(default=None, min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    max_output_chars: int = Field(default=100_000, ge=100)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command (a stdio server) or url (a streamable HTTP server)")
+        if self.command is not None and self.headers:
+            raise ValueError("headers are for a url server; a command server takes env")
+        if self.url is not None and (self.env or self.cwd):
+            raise ValueError("env and cwd are for a command server; a url server takes headers")
+        return self
+
+
+class AgentMCPConfig(_Strict):
+    """``[agents.NAME.mcp.SERVER]``: which of an MCP server's tools the agent gets, as globs on its names.
+
+    ``include`` None means every tool the server lists; ``exclude`` wins over ``include``; a tool
+    matching ``requires_approval`` waits for a human like a ``requires_approval`` server tool.
+    """
+
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    requires_approval: tuple[str, ...] = ()
+
+
 class ClientToolConfig(_Strict):
     """``[agents.NAME.client_tools.TOOL]``: a tool the frontend runs (useChat requests carry no tools)."""
 
@@ -318,6 +363,7 @@ class AgentConfig(_Strict):
     description: str = ""
     tools: dict[str, ServerToolConfig] = Field(default_factory=dict)
     client_tools: dict[str, ClientToolConfig] = Field(default_factory=dict)
+    mcp: dict[str, AgentMCPConfig] = Field(default_factory=dict)
     max_steps: int = Field(default=10, ge=1)
     conversations: Literal["client", "server"] = "client"
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
@@ -361,6 +407,18 @@ class Config(_Strict):
     store: StoreSettings = Field(default_factory=StoreSettings)
     keys: tuple[KeyConfig, ...] = ()
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_server_names(cls, servers: dict[str, MCPServerConfig]) -> dict[str, MCPServerConfig]:
+        bad = [name for name in servers if not re.match(MCP_SERVER_NAME, name) or len(name) > 30]
+        if bad:
+            raise ValueError(
+                "MCP server names are up to 30 letters and digits, joined by single '-' or '_': "
+                + ", ".join(map(repr, bad))
+            )
+        return servers
 
     @field_validator("keys")
     @classmethod

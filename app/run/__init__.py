@@ -10,12 +10,16 @@ from chatgate.run.agents import Agent, AgentRegistry, prompt_template
 from chatgate.run.assembly import MessageAssembler
 from chatgate.run.prompts import PromptTemplate
 from chatgate.run.runner import run_agent, tool_message
+from chatgate.run.tools import Tool, ToolOutcome, ToolSource
 
 __all__ = [
     "Agent",
     "AgentRegistry",
     "MessageAssembler",
     "PromptTemplate",
+    "Tool",
+    "ToolOutcome",
+    "ToolSource",
     "prompt_template",
     "run_agent",
     "tool_message",

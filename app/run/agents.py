@@ -23,7 +23,7 @@ from chatgate.context import ContextBudget, window_probe
 from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
-from chatgate.run.tools import ServerTool
+from chatgate.run.tools import ServerTool, Tool, ToolSource
 from chatgate.run_input import ToolDefinition
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "context_budget", "prompt_template"]
@@ -50,7 +50,7 @@ class Agent:
     name: str
     config: AgentConfig
     provider: Provider
-    server_tools: Mapping[str, ServerTool] = field(default_factory=dict)
+    server_tools: Mapping[str, Tool] = field(default_factory=dict)
     client_tools: tuple[ToolDefinition, ...] = ()
     max_steps: int = 10
     approvals: ApprovalSigner = field(default_factory=lambda: ApprovalSigner(new_secret()))
@@ -126,6 +126,11 @@ def context_budget(
     return ContextBudget(name, window=None, strategy=context.strategy, answer=answer, probe=probe)
 
 
+def _agent_tools(name: str, agent: AgentConfig, base_dir: Path, mcp: ToolSource | None) -> Mapping[str, Tool]:
+    tools: dict[str, Tool] = dict(_server_tools(agent, base_dir))
+    return mcp.agent_tools(name, agent, tools) if mcp is not None else tools
+
+
 def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
     return tuple(ToolDefinition(name, tool.description, tool.parameters) for name, tool in agent.client_tools.items())
 
@@ -135,9 +140,16 @@ class AgentRegistry:
 
     ``approvals`` is the app's (one per app, outliving reloads): building a registry with it warns when
     the config has approvals to answer and no shared ledger. By default the registry has its own.
+    ``mcp`` is the app's MCP servers (started with the app): agents get the tools they choose of them.
     """
 
-    def __init__(self, config: Config, http_client: httpx.AsyncClient, approvals: AppApprovals | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        http_client: httpx.AsyncClient,
+        approvals: AppApprovals | None = None,
+        mcp: ToolSource | None = None,
+    ) -> None:
         self.config = config
         if approvals is not None:
             approvals.warn_if_unshared(config)
@@ -148,7 +160,7 @@ class AgentRegistry:
                 name,
                 agent,
                 build_provider(agent, config, http_client),
-                server_tools=_server_tools(agent, config.base_dir),
+                server_tools=_agent_tools(name, agent, config.base_dir, mcp),
                 client_tools=_client_tools(agent),
                 max_steps=agent.max_steps,
                 approvals=signer,

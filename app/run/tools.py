@@ -18,15 +18,16 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from chatgate.config import AgentConfig
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json
 
-__all__ = ["ServerTool", "ToolOutcome"]
+__all__ = ["ServerTool", "Tool", "ToolOutcome", "ToolSource"]
 
 logger = logging.getLogger("chatgate.tools")
 
@@ -42,6 +43,41 @@ class ToolOutcome:
     content: str
     is_error: bool = False
     value: Any = None
+
+
+class Tool(Protocol):
+    """A tool chatgate runs for the model, whatever its kind (a Python function, an MCP server's tool).
+
+    The runner offers ``definition``, pauses for a human when ``requires_approval``, and awaits
+    ``call`` with the model's arguments as JSON text; a call never raises, failures are error outcomes.
+    """
+
+    @property
+    def name(self) -> str:
+        """The name the model calls it by."""
+        ...
+
+    @property
+    def requires_approval(self) -> bool:
+        """Whether a call waits for a human's approval."""
+        ...
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """How the tool is offered to the model."""
+        ...
+
+    async def call(self, arguments_json: str) -> ToolOutcome:
+        """Run the tool with the model's arguments."""
+        ...
+
+
+class ToolSource(Protocol):
+    """Where tools of other kinds come from (the app's MCP servers, app/mcp/), so ``run`` never imports them."""
+
+    def agent_tools(self, name: str, agent: AgentConfig, server_tools: Mapping[str, Tool]) -> Mapping[str, Tool]:
+        """The agent's tools: ``server_tools`` plus those of its other sources."""
+        ...
 
 
 def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]:

@@ -44,20 +44,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     check = commands.add_parser("check-config", help="validate a config file without serving")
     check.add_argument("file")
+    check.add_argument("--list-tools", metavar="SERVER", help="also connect to [mcp_servers.SERVER] and list its tools")
 
     args = parser.parse_args(argv)
     if args.command == "check-config":
-        return _check_config(args.file)
+        return _check_config(args.file, args.list_tools)
     return _serve(args)
 
 
-def _check_config(path: str) -> int:
+def _check_config(path: str, list_tools: str | None = None) -> int:
     try:
         config = load_config(path)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
     print(f"{path}: ok ({len(config.agents)} agent(s); default: {config.default_agent or 'none'})")
+    if list_tools is None:
+        return 0
+    if list_tools not in config.mcp_servers:
+        known = ", ".join(config.mcp_servers) or "none"
+        print(f"--list-tools: no [mcp_servers.{list_tools}] table (known: {known})", file=sys.stderr)
+        return 1
+    from chatgate.mcp import root_cause, tool_listing  # the MCP SDK loads only for this
+
+    try:
+        lines = tool_listing(config, list_tools)
+    except Exception as exc:
+        cause = root_cause(exc)
+        print(f"mcp_servers.{list_tools}: cannot list its tools: {type(cause).__name__}: {cause}", file=sys.stderr)
+        return 1
+    print("\n".join(lines) if lines else f"mcp_servers.{list_tools}: lists no tools")
     return 0
 
 

@@ -1,15 +1,18 @@
 """Telemetry: what the app tells its operator about itself.
 
-``metrics.py`` (the Prometheus registry and meters, ``GET /metrics``), ``observe.py`` (every HTTP request
-observed once: its ``x-request-id`` and the requests counter) and ``logs.py`` (the request id on every log
-line, text or JSON lines). Tracing belongs here too when it comes; no other stage imports an exporter.
+``metrics.py`` (the Prometheus registry and meters, ``GET /metrics``), ``mcp_metrics.py`` (MCP tool
+calls), ``observe.py`` (every HTTP request observed once: its ``x-request-id`` and the requests counter)
+and ``logs.py`` (the request id on every log line, text or JSON lines). Tracing belongs here too when it
+comes; no other stage imports an exporter.
 """
 
 from chatgate.telemetry.logs import loggable, logging_config
+from chatgate.telemetry.mcp_metrics import MCPMetrics
 from chatgate.telemetry.metrics import Metrics, StreamMeter, metrics_endpoint
 from chatgate.telemetry.observe import label_request, observe_request
 
 __all__ = [
+    "MCPMetrics",
     "Metrics",
     "StreamMeter",
     "label_request",

@@ -27,6 +27,7 @@ from starlette.responses import Response
 from chatgate.caller import Caller, caller_of
 from chatgate.errors import ProviderError, RequestError
 from chatgate.events import Usage
+from chatgate.telemetry.mcp_metrics import MCPMetrics
 
 __all__ = [
     "CONTENT_TYPE",
@@ -142,6 +143,8 @@ class Metrics:
             ["key", "limit"],
             registry=registry,
         )
+
+        self.mcp = MCPMetrics(registry)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

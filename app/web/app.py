@@ -29,6 +29,7 @@ from chatgate.caller import caller_of
 from chatgate.config import Config, ConfigWatcher, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
+from chatgate.mcp import MCPServers
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers import upstream_client
 from chatgate.redis_client import connect_redis
@@ -124,7 +125,12 @@ def create_app(
                 add_check(app, "redis", app.state.redis.ping)
             # The approval ledger and fallback secret belong to the app, so they outlive reloads.
             approvals = app.state.approvals = app_approvals(app.state.redis)
-            app.state.agents = AgentRegistry(config, http_client, approvals)
+            # MCP servers are bound at start too: one session (or child process) each, per process.
+            mcp = app.state.mcp = MCPServers(config, app.state.metrics.mcp)
+            mcp.start()
+            for name, connection in mcp.connections.items():
+                add_check(app, f"mcp:{name}", connection.ping)
+            app.state.agents = AgentRegistry(config, http_client, approvals, mcp)
             logger.info(
                 "config %s: agents %s (default: %s)",
                 config_path or "(built-in default)",
@@ -153,7 +159,7 @@ def create_app(
 
             def apply(new_config: Config) -> None:
                 # One assignment: a request sees the old agents or the new ones, never a mix.
-                app.state.agents = AgentRegistry(new_config, http_client, approvals)
+                app.state.agents = AgentRegistry(new_config, http_client, approvals, mcp)
 
             watcher = ConfigWatcher(config_path, apply, config=config) if config_path is not None else None
             app.state.config_watcher = watcher
@@ -174,6 +180,7 @@ def create_app(
                 if app.state.store is not None:
                     await app.state.store.close()
                 await app.state.agents.aclose()
+                await mcp.aclose()
                 if app.state.redis is not None:
                     await app.state.redis.aclose()
 

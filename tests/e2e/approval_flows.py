@@ -66,10 +66,15 @@ def _body(protocol: str, messages: list[dict[str, Any]], resume: list[dict[str, 
 
 
 def ask(
-    base: str, protocol: str, agent: str, arguments: dict[str, Any], headers: dict[str, str] | None = None
+    base: str,
+    protocol: str,
+    agent: str,
+    arguments: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    tool: str = "record",
 ) -> Paused:
-    """Start a run whose model calls ``record`` with ``arguments``; the run pauses for approval."""
-    user = _user(protocol, f"/call record {json.dumps(arguments)}")
+    """Start a run whose model calls ``tool`` with ``arguments``; the run pauses for approval."""
+    user = _user(protocol, f"/call {tool} {json.dumps(arguments)}")
     body = _body(protocol, [user])
     events = events_of(httpx.post(route(base, protocol, agent), json=body, headers=headers, timeout=30))
     if protocol == "ag-ui":
