@@ -68,7 +68,9 @@ def test_context_overflow_ends_in_protocol_with_the_servers_detail_logged(
     url = serve(llama_config(llama, wire, max_tokens=4))
     long = [{"id": "u1", "role": "user", "content": "word " * 3000}]  # far more than a 1024-token slot
     result = ag_ui(url, long)
-    assert result["events"][-1]["type"] == "RUN_ERROR" and result["events"][-1]["code"] == "model_error"
+    # The server's length refusal is recognized (issue 31): the specific code, not a generic rejection.
+    assert result["events"][-1]["type"] == "RUN_ERROR"
+    assert result["events"][-1]["code"] == "context_length_exceeded"
     chat = use_chat(url, 6, [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "word " * 3000}]}])
     assert [c["type"] for c in chat["chunks"]][-3:] == ["error", "finish-step", "finish"]
     assert "exceed" in caplog.text and "context" in caplog.text
