@@ -325,7 +325,7 @@ class _RunEncoder:
                 elif type(event) is ToolCallDelta:
                     yield tool_calls[event.tool_call_id] + to_json(event.delta) + _FRAME_END
                 elif type(event) is RunFinished:
-                    yield self._end(self._finished(event.stopped))
+                    yield self._end(self._finished(event.stopped, event.cost_usd))
                     return
                 elif type(event) is RunFailed:
                     yield self._end(self._error(event.message, event.code))
@@ -363,13 +363,15 @@ class _RunEncoder:
         frames.append(terminal)
         return b"".join(frames)
 
-    def _finished(self, stopped: bool = False) -> bytes:
+    def _finished(self, stopped: bool = False, cost_usd: float | None = None) -> bytes:
         event: dict[str, Any] = {"type": "RUN_FINISHED", **self._run}
         if stopped:
             event["outcome"] = {"type": "cancelled"}
         elif self._interrupts:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
         usage = self._usage_list()
+        if usage and cost_usd is not None:
+            usage[0]["costUsd"] = cost_usd
         if usage:
             event["usage"] = usage
         return sse_frame(event)

@@ -50,6 +50,8 @@ from chatgate.store import open_store
 from chatgate.thread_routes import thread_routes
 from chatgate.thread_run import checkpoint_runs, close_thread_runs
 from chatgate.thread_stage import open_thread_turn
+from chatgate.usage import PersonBudget, Pricing, UsageAccounts, usage_routes
+from chatgate.usage.runs import run_account
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]
 
@@ -115,10 +117,12 @@ def create_app(
     *,
     protocols: Sequence[UIProtocol] | None = None,
     config_path: Path | None = None,
+    person_budget: PersonBudget | None = None,
 ) -> Starlette:
     """The chatgate ASGI app for ``config`` (the built-in default agent when None).
 
     With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/reload.py).
+    ``person_budget`` gives a named person's budget (the identity layer's ``[auth.jwt.budget]``).
     """
     config = config if config is not None else default_config()
     protocols = list(protocols) if protocols is not None else discover_protocols()
@@ -143,6 +147,15 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
+            # Usage rows go to the store (else memory), budget counters to Redis (else this process).
+            app.state.usage = UsageAccounts.open(
+                app.state.store.engine if app.state.store is not None else None,
+                app.state.redis,
+                Pricing(config.pricing),
+                app.state.metrics,
+                fail_open=config.server.redis_failure == "open",
+                person_budget=person_budget,
+            )
             if app.state.store is not None:
                 names = [protocol.name for protocol in protocols]
                 app.state.recovery = RunRecovery(app.state.store, app.state.run_log, names)
@@ -186,7 +199,7 @@ def create_app(
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols)
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes()
 
     app = ChatgateApp(
         routes=routes,
@@ -257,6 +270,10 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
             )
 
+        # Over budget: a plain 429 before any byte of the stream (app/usage/).
+        account = run_account(request.app.state.usage, registry.config, caller, agent.name, run_input)
+        await account.precheck()
+
         async def start() -> EventStreamResponse:
             if stored:
                 turn = await open_thread_turn(
@@ -272,6 +289,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     runs=request.app.state.thread_runs,
                     metrics=metrics,
                     recovery=request.app.state.recovery,
+                    account=account,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
             else:
@@ -279,7 +297,9 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 owned = agent
                 if caller.owner:
                     owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
-                events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics)
+                events = run_agent(
+                    owned, run_input, stopping=request.app.state.stopping, metrics=metrics, account=account
+                )
                 frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
                 frames,

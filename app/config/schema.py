@@ -16,6 +16,8 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from chatgate.policy import SystemPromptPolicy
+from chatgate.usage.budget import Budget
+from chatgate.usage.pricing import PriceConfig
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -113,6 +115,7 @@ class KeyConfig(_Strict):
     max_concurrent_streams: int | None = Field(default=None, gt=0)
     admin: bool = False
     trusted_user_header: bool = False
+    budget: Budget | None = None
 
     @model_validator(mode="after")
     def _exactly_one_secret(self) -> KeyConfig:
@@ -231,6 +234,7 @@ class AgentConfig(_Strict):
     max_steps: int = Field(default=10, ge=1)
     conversations: Literal["client", "server"] = "client"
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
+    budget: Budget | None = None
 
     @field_validator("model")
     @classmethod
@@ -261,6 +265,7 @@ class Config(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
     keys: tuple[KeyConfig, ...] = ()
+    pricing: dict[str, PriceConfig] = Field(default_factory=dict)
 
     @field_validator("keys")
     @classmethod
