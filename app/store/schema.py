@@ -85,8 +85,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             model TEXT NOT NULL,
             calls BIGINT NOT NULL,
             unreported_calls BIGINT NOT NULL,
-            input_tokens BIGINT NOT NULL,
-            output_tokens BIGINT NOT NULL,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
             reasoning_tokens BIGINT,
             cached_input_tokens BIGINT,
             cost_usd DOUBLE PRECISION

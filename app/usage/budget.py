@@ -27,7 +27,10 @@ class Limit:
 
     def describe(self) -> str:
         """E.g. ``$20.00 per day`` or ``200000 tokens per day``."""
-        spend = f"${self.amount:.2f}" if self.measure == "usd" else f"{int(self.amount)} tokens"
+        if self.measure == "tokens":
+            spend = f"{int(self.amount)} tokens"
+        else:  # cents when the amount has them, every digit of a smaller one
+            spend = f"${self.amount:.2f}" if self.amount >= 0.01 else f"${self.amount:g}"
         return f"{spend} per {self.window}"
 
 

@@ -28,7 +28,7 @@ def day_of(at: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class UsageRecord:
-    """One run's usage. ``cost_usd`` None: no price known or no usage reported; token None: not reported."""
+    """One run's usage. A token count is None when no call reported it; ``cost_usd`` None: no price or no usage."""
 
     at: float
     key_id: str | None
@@ -39,8 +39,8 @@ class UsageRecord:
     model: str
     calls: int
     unreported_calls: int
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
     reasoning_tokens: int | None
     cached_input_tokens: int | None
     cost_usd: float | None
