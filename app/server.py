@@ -50,7 +50,8 @@ from chatgate.store import open_store
 from chatgate.thread_routes import thread_routes
 from chatgate.thread_run import checkpoint_runs, close_thread_runs
 from chatgate.thread_stage import open_thread_turn
-from chatgate.usage import PersonBudget, Pricing, UsageAccounts, usage_routes
+from chatgate.usage import PersonBudget, Pricing, UsageAccounts
+from chatgate.usage.routes import usage_routes
 from chatgate.usage.runs import run_account
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]

@@ -4,7 +4,8 @@
   records usage and checks budgets before a model call;
 - ``ledger``: one row per run, in the store or in memory; ``counters``: spend per budget window, in
   Redis or in memory; ``pricing``: genai-prices and ``[pricing]`` overrides; ``budget``: the config model;
-- ``routes``: ``GET /usage`` and ``GET /usage/me``.
+- ``routes``: ``GET /usage`` and ``GET /usage/me``; ``runs``: a run's account from the config. These two
+  read the config (and the OpenAPI table), whose schema imports ``budget``: import them by module path.
 
 See docs/usage.md.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 from chatgate.usage.accounts import BudgetExceeded, BudgetScope, PersonBudget, RunAccount, UsageAccounts
 from chatgate.usage.budget import Budget
 from chatgate.usage.pricing import PriceConfig, Pricing
-from chatgate.usage.routes import usage_routes
 from chatgate.usage.tokens import RunUsage
 
 __all__ = [
@@ -27,5 +27,4 @@ __all__ = [
     "RunAccount",
     "RunUsage",
     "UsageAccounts",
-    "usage_routes",
 ]

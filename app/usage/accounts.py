@@ -2,8 +2,8 @@
 
 ``UsageAccounts`` belongs to the app (``app.state.usage``): its ledger, its spend counters, its prices.
 ``RunAccount`` is one run's: the runner asks ``check()`` before each model call, tells ``add()`` each
-call's usage, and ``close()`` before the run's last event (the spend counted, the ledger row written).
-A run that ends otherwise (failure, hang-up) is recorded by ``finish()`` in the background.
+call's usage, and ``close()`` before the run's last event (the spend counted; the ledger row then
+written in the background). A run that ends otherwise (failure, hang-up) is closed by ``finish()``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -37,8 +38,8 @@ PersonBudget = Callable[[Caller], Budget | None]
 """The per-person budget of a caller (``[auth.jwt.budget]`` for a signed-in person), or None."""
 
 _MICRO = 1_000_000
-# Background ledger writes of runs that ended without ``close()``, kept referenced until done.
-_writing: set[asyncio.Task[float | None]] = set()
+# Background ledger writes (and closes of runs that ended without one), kept referenced until done.
+_writing: set[asyncio.Task[Any]] = set()
 
 
 class BudgetExceeded(RequestError):
@@ -205,22 +206,22 @@ class RunAccount:
             logger.warning("run %r: spend not counted against budgets, Redis is unavailable: %s", self._run_id, exc)
 
     async def close(self) -> float | None:
-        """The run is ending: count its spend and write its ledger row; its cost."""
+        """The run is ending: count its spend (awaited: the next call anywhere sees it); its cost.
+
+        The ledger row is written in the background: a store outage never holds up or fails the run.
+        """
         if self._closed:
             return self._cost
         self._closed = True
         await self._count()
         if self.usage.calls:
-            await self._record()
+            _in_background(self._record())
         return self._cost
 
     def finish(self) -> None:
         """The run is over: if ``close()`` did not run, do its work in the background."""
-        if self._closed:
-            return
-        task = asyncio.get_running_loop().create_task(self.close())
-        _writing.add(task)
-        task.add_done_callback(_writing.discard)
+        if not self._closed:
+            _in_background(self.close())
 
     async def _record(self) -> None:
         usage = self.usage
@@ -242,5 +243,13 @@ class RunAccount:
         )
         try:
             await self._accounts.ledger.record(record)
-        except (StoreUnavailable, OSError) as exc:
+        except StoreUnavailable as exc:
             logger.error("run %r: usage not recorded: %s", self._run_id, exc)
+        except Exception:  # any database error: the run's usage is lost, nothing else
+            logger.exception("run %r: usage not recorded", self._run_id)
+
+
+def _in_background(work: Coroutine[Any, Any, Any]) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _writing.add(task)
+    task.add_done_callback(_writing.discard)

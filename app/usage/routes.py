@@ -15,12 +15,18 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
+from chatgate.openapi import OPERATIONS, Operation
 from chatgate.usage.accounts import UsageAccounts
 from chatgate.usage.ledger import GROUPS, Group
 
 __all__ = ["usage_routes"]
 
 _DEFAULT_GROUPS: tuple[Group, ...] = ("agent", "model")
+
+OPERATIONS[("GET", "/usage")] = Operation(
+    "Tokens and cost of every caller's runs, grouped (admin keys only); query since, until, group_by"
+)
+OPERATIONS[("GET", "/usage/me")] = Operation("Tokens and cost of the caller's own runs; query since, until, group_by")
 
 
 def usage_routes() -> list[BaseRoute]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -63,3 +64,14 @@ def chat(url: str, key: str, user: str | None = None, *, agent: str = "bot") -> 
 def chunks(response: httpx.Response) -> list[dict[str, Any]]:
     lines = [line[len("data: ") :] for line in response.text.splitlines() if line.startswith("data: ")]
     return [json.loads(line) for line in lines if line != "[DONE]"]
+
+
+def wait_for_runs(url: str, runs: int) -> None:
+    """Wait until the ledger holds ``runs`` runs (rows are written just after each run's last event)."""
+    deadline = time.monotonic() + 15
+    while True:
+        rows = httpx.get(f"{url}/usage", params={"group_by": ""}, headers=headers("admin")).json()["rows"]
+        if sum(row["runs"] for row in rows) >= runs:
+            return
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.02)

@@ -19,7 +19,7 @@ from chatgate.config import Config
 from tests.conftest import make_config
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
-from tests.usage.support import COST, PRICING, answer, chat, chunks, headers, keys
+from tests.usage.support import COST, PRICING, answer, chat, chunks, headers, keys, wait_for_runs
 
 Serve = Callable[[Config], str]
 
@@ -55,6 +55,7 @@ def test_each_run_is_recorded_once_priced_and_shown_to_whom_it_belongs(serve: Se
         chunks(chat(url, "k1", "bob"))
         chunks(chat(url, "k2"))
     assert len(fake.requests) == 4
+    wait_for_runs(url, 4)
     assert asyncio.run(_rows_in(store_url)) == 4  # one row per run, not per token or per frame
     # The stream carries the run's usage and cost, for useChat's message.metadata.
     assert finishes[0]["messageMetadata"] == {
@@ -100,6 +101,7 @@ def test_a_provider_that_reports_no_usage_is_recorded_as_unreported_not_guessed(
         finish = chunks(chat(url, "k2"))[-1]
     assert len(fake.requests) == 1
     assert "messageMetadata" not in finish
+    wait_for_runs(url, 1)
     (row,) = httpx.get(f"{url}/usage/me", headers=headers("k2")).json()["rows"]
     assert (row["runs"], row["model_calls"], row["unreported_calls"]) == (1, 1, 1)
     assert (row["input_tokens"], row["output_tokens"], row["cost_usd"], row["unpriced_runs"]) == (None, None, None, 1)
