@@ -8,7 +8,10 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
   every request carries the key and an allowed ``Origin``;
 - on a server-held thread in SQLite (a file in the temp dir) or in PostgreSQL (a real server);
 - in production: a thread in PostgreSQL, keys and limits, and ``[server] redis_url`` on a real Redis, so
-  rate and stream limits and the run log go through Redis.
+  rate and stream limits and the run log go through Redis;
+- stateless with keys, limits and Redis, without and with budgets on the key (``tokens_per_day`` and
+  ``usd_per_day``, far above what the benchmark spends): each model call is checked against the budget
+  and its spend counted in Redis (app/usage/); usage is recorded in every setup.
 
 A stored-thread request always starts a new thread: its ids hold ``UNIQUE``, which ``load.py`` replaces
 per request. PostgreSQL and Redis are started by ``Services`` on first use (tests/servers.py: loopback,
@@ -55,6 +58,7 @@ class Setup:
     store: Literal["sqlite", "postgres"] | None = None
     keys: bool = False
     redis: bool = False
+    budget: bool = False
 
     @property
     def thread(self) -> bool:
@@ -73,6 +77,8 @@ SETUPS = (
     Setup("thread SQLite", "chatgate-sqlite", store="sqlite"),
     Setup("thread Postgres", "chatgate-postgres", store="postgres"),
     Setup("thread+keys+Redis", "chatgate-production", store="postgres", keys=True, redis=True),
+    Setup("keys+Redis", "chatgate-keys-redis", keys=True, redis=True),
+    Setup("keys+Redis+budget", "chatgate-budget", keys=True, redis=True, budget=True),
 )
 
 
@@ -132,7 +138,10 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
         digest = hashlib.sha256(ACCESS_KEY.encode()).hexdigest()
         key = {"id": "bench", "sha256": digest, "rpm": KEY_RPM, "max_concurrent_streams": KEY_MAX_STREAMS}
-        tables.append(toml_table("[keys]", key))
+        table = toml_table("[keys]", key)
+        if setup.budget:  # far above what the benchmark spends: checked on every call, never reached
+            table += "budget = { tokens_per_day = 1000000000000, usd_per_day = 1000000.0 }\n"
+        tables.append(table)
     if setup.redis:
         server["redis_url"] = services.redis_url()
     if server:

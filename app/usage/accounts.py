@@ -38,6 +38,8 @@ PersonBudget = Callable[[Caller], Budget | None]
 """The per-person budget of a caller (``[auth.jwt.budget]`` for a signed-in person), or None."""
 
 _MICRO = 1_000_000
+_RECORD_ATTEMPTS = 30
+"""Tries to write a run's ledger row through a store outage, a second apart."""
 # Background ledger writes (and closes of runs that ended without one), kept referenced until done.
 _writing: set[asyncio.Task[Any]] = set()
 
@@ -241,12 +243,19 @@ class RunAccount:
             cached_input_tokens=usage.cached_input_tokens,
             cost_usd=self._cost,
         )
-        try:
-            await self._accounts.ledger.record(record)
-        except StoreUnavailable as exc:
-            logger.error("run %r: usage not recorded: %s", self._run_id, exc)
-        except Exception:  # any database error: the run's usage is lost, nothing else
-            logger.exception("run %r: usage not recorded", self._run_id)
+        for attempt in range(1, _RECORD_ATTEMPTS + 1):
+            try:
+                await self._accounts.ledger.record(record)
+                return
+            except StoreUnavailable as exc:  # an outage: retried, as a finished turn is
+                if attempt == _RECORD_ATTEMPTS:
+                    logger.warning("run %r: usage not recorded, the store stayed unavailable: %s", self._run_id, exc)
+                elif attempt == 1:
+                    logger.warning("run %r: usage not recorded yet, retrying: %s", self._run_id, exc)
+                await asyncio.sleep(1.0)
+            except Exception:  # any other database error: the run's usage is lost, nothing else
+                logger.exception("run %r: usage not recorded", self._run_id)
+                return
 
 
 def _in_background(work: Coroutine[Any, Any, Any]) -> None:

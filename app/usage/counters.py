@@ -1,8 +1,8 @@
 """Spend counters per budget scope and calendar window: in Redis across replicas, else in this process.
 
 A scope is ``key:ID``, ``person:OWNER`` or ``agent:NAME``. Each (scope, window) holds tokens and
-micro-dollars (integers, so Redis adds them atomically with ``HINCRBY``); the window is part of the
-Redis key (``chatgate:spend:{scope}:{2026-11-25}``), which expires a day after the window ends.
+micro-dollars (integers, so Redis adds them atomically with ``INCRBY``); the window is part of the
+Redis key (``chatgate:spend:{scope}:{2026-11-25}:tokens``), which expires a day after the window ends.
 Counters move once per model call, never per token.
 """
 
@@ -68,33 +68,50 @@ class MemoryCounters:
         }
 
 
+_ADD = """
+for i = 1, #KEYS, 4 do
+  redis.call('INCRBY', KEYS[i], ARGV[1])
+  redis.call('INCRBY', KEYS[i + 1], ARGV[2])
+  redis.call('INCRBY', KEYS[i + 2], ARGV[1])
+  redis.call('INCRBY', KEYS[i + 3], ARGV[2])
+  redis.call('EXPIREAT', KEYS[i], ARGV[3])
+  redis.call('EXPIREAT', KEYS[i + 1], ARGV[3])
+  redis.call('EXPIREAT', KEYS[i + 2], ARGV[4])
+  redis.call('EXPIREAT', KEYS[i + 3], ARGV[4])
+end
+"""
+"""KEYS: per scope, its day's tokens and micro-dollars, then its month's; ARGV: the two amounts, the two expiries."""
+
+
 class RedisCounters:
-    """Counters every replica shares: one pipelined round trip to add, one to read."""
+    """Counters every replica shares: one script call to add a model call's spend, one ``MGET`` to read."""
 
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
+        self._add = client.register_script(_ADD)
 
     @staticmethod
-    def _key(scope: str, window: Window, now: datetime) -> str:
-        return f"chatgate:spend:{scope}:{window_id(window, now)}"
+    def _keys(scopes: Sequence[str], now: datetime) -> list[str]:
+        day, month = window_id("day", now), window_id("month", now)
+        keys: list[str] = []
+        for scope in scopes:
+            for window in (day, month):
+                keys += (f"chatgate:spend:{scope}:{window}:tokens", f"chatgate:spend:{scope}:{window}:micro_usd")
+        return keys
 
     async def add(self, scopes: Sequence[str], tokens: int, micro_usd: int, now: datetime) -> None:
-        """``HINCRBY`` both measures of each window; the key expires a day after its window."""
-        pipe = self._redis.pipeline(transaction=False)
-        for scope in scopes:
-            for window in _WINDOWS:
-                key = self._key(scope, window, now)
-                pipe.hincrby(key, "tokens", tokens)
-                pipe.hincrby(key, "micro_usd", micro_usd)
-                pipe.expireat(key, window_end(window, now) + timedelta(days=1))
-        await pipe.execute()
+        """``INCRBY`` both measures of each window (atomic, one round trip); a key expires a day after its window."""
+        day_expiry = int((window_end("day", now) + timedelta(days=1)).timestamp())
+        month_expiry = int((window_end("month", now) + timedelta(days=1)).timestamp())
+        await self._add(keys=self._keys(scopes, now), args=[tokens, micro_usd, day_expiry, month_expiry])
 
     async def spent(self, scopes: Sequence[str], now: datetime) -> dict[tuple[str, Window], Spend]:
-        """``HMGET`` of each window."""
-        pipe = self._redis.pipeline(transaction=False)
-        keys = [(scope, window) for scope in scopes for window in _WINDOWS]
-        for scope, window in keys:
-            pipe.hmget(self._key(scope, window, now), "tokens", "micro_usd")
-        values = await pipe.execute()
-        pairs = zip(keys, values, strict=True)
-        return {key: Spend(int(tokens or 0), int(micro_usd or 0)) for key, (tokens, micro_usd) in pairs}
+        """One ``MGET`` of every window's two counters."""
+        values = await self._redis.mget(self._keys(scopes, now))
+        spent: dict[tuple[str, Window], Spend] = {}
+        index = 0
+        for scope in scopes:
+            for window in _WINDOWS:
+                spent[(scope, window)] = Spend(int(values[index] or 0), int(values[index + 1] or 0))
+                index += 2
+        return spent

@@ -53,7 +53,7 @@ class Pricing:
                 + usage.output_tokens * override.output_usd_per_mtok
             )
             return dollars / 1_000_000
-        if kind not in _PRICED_KINDS:
+        if kind not in _PRICED_KINDS or model in self._unpriced:
             return None
         try:
             tokens = PriceUsage(
@@ -64,9 +64,8 @@ class Pricing:
                 model_ref=name,
                 provider_id=kind,
             )
-        except LookupError:
-            if model not in self._unpriced:
-                self._unpriced.add(model)
-                logger.warning('no price known for %s: add a [pricing."%s"] table to count its cost', model, name)
+        except LookupError:  # remembered: the table is not searched again for this model
+            self._unpriced.add(model)
+            logger.warning('no price known for %s: add a [pricing."%s"] table to count its cost', model, name)
             return None
         return float(price.total_price)

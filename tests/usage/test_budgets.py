@@ -19,7 +19,7 @@ from tests.conftest import ChatgateProcess, make_config
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
 from tests.providers.tool_calls_cut import RECORD_TOOL, arguments_for, openai_call, runs_of
-from tests.usage.support import PRICING, answer, chat, chunks, keys
+from tests.usage.support import PRICING, answer, chat, chunks, keys, wait_for_runs
 
 Serve = Callable[[Config], str]
 
@@ -142,3 +142,25 @@ def test_budgets_without_redis_are_warned_per_process_when_serving_several_worke
     caplog.clear()
     warn_budgets_per_process(make_config({"bot": {"model": "builtin:echo"}}), 4)
     assert caplog.text == ""
+
+
+def test_a_server_held_thread_is_budgeted_and_recorded_with_its_thread(serve: Serve, tmp_path: Path) -> None:
+    with fake_in_thread(answer()) as fake:
+        config = make_config(
+            {"bot": {"model": "up:model-x", "conversations": "server", "budget": {"tokens_per_day": 10}}},
+            providers={"up": provider_table("openai", fake.url)},
+            keys=keys(),
+            store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
+        )
+        url = serve(config)
+        first = chat(url, "k1", "alice")
+        second = chat(url, "k1", "alice")
+    assert first.status_code == 200 and chunks(first)[-1]["messageMetadata"]["usage"]["totalTokens"] == 120
+    _refused(second, "agent 'bot' budget of 10 tokens per day")
+    assert len(fake.requests) == 1
+    wait_for_runs(url, 1)
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "threads.db") as db:
+        rows = db.execute("SELECT key_id, person, agent, thread_id, input_tokens, output_tokens FROM usage").fetchall()
+    assert rows == [("k1", "alice", "bot", "chat-1", 100, 20)]
