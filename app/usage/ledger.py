@@ -62,7 +62,10 @@ class UsageLedger(Protocol):
         key_id: str | None = None,
         person: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Totals per group over ``since <= at < until``, optionally only one key's (and person's) runs."""
+        """Totals per group over ``since <= at < until``, optionally only one key's (and person's) runs.
+
+        ``key_id`` or ``person`` ``""`` selects the runs with none (no keys configured; no person named).
+        """
         ...
 
 
@@ -100,9 +103,9 @@ class MemoryLedger:
         """Group the matching rows in Python."""
         groups: dict[tuple[Any, ...], list[UsageRecord]] = {}
         for record in self._records:
-            if not since <= record.at < until or (key_id is not None and record.key_id != key_id):
+            if not since <= record.at < until or (key_id is not None and (record.key_id or "") != key_id):
                 continue
-            if person is not None and record.person != person:
+            if person is not None and (record.person or "") != person:
                 continue
             values = asdict(record) | {"day": day_of(record.at)}
             groups.setdefault(tuple(values[_COLUMNS[g]] for g in group_by), []).append(record)
@@ -141,9 +144,9 @@ class SqlUsageLedger:
         where = ["at >= $1", "at < $2"]
         args: list[Any] = [since, until]
         for column, value in (("key_id", key_id), ("person", person)):
-            if value is not None:
+            if value is not None:  # "" matches no key (no keys configured) or no person
                 args.append(value)
-                where.append(f"{column} = ${len(args)}")
+                where.append(f"COALESCE({column}, '') = ${len(args)}")
         sql = (
             f"SELECT {', '.join([*columns, 'COUNT(*) AS runs', 'SUM(calls) AS model_calls'])},"
             f" SUM(unreported_calls) AS unreported_calls, {', '.join(sums)},"

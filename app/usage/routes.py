@@ -86,5 +86,7 @@ async def _all_usage(request: Request) -> Response:
 
 async def _my_usage(request: Request) -> Response:
     caller = caller_of(request)
-    # A key's own usage includes the people it named; a named person sees theirs under that key only.
-    return await _summary(request, key_id=caller.key_id, person=caller.user)
+    # A key's own usage includes the people it named; a named person sees theirs under that key only. A
+    # caller with no key id (no keys configured, or a person the identity layer signed in) matches only
+    # rows with none: never every key's.
+    return await _summary(request, key_id=caller.key_id or "", person=caller.user)
