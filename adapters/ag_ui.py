@@ -293,6 +293,8 @@ class _RunEncoder:
         self._parent_message_id: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
+        self._reasoning_tokens: int | None = None  # None: no call reported them
+        self._cached_input_tokens: int | None = None
         self._interrupts: list[dict[str, Any]] = []
         self._handlers: dict[type[Any], Callable[[Any], bytes]] = {
             StepStarted: self._step_started,
@@ -393,6 +395,8 @@ class _RunEncoder:
                 "inputTokens": self._input_tokens,
                 "outputTokens": self._output_tokens,
                 "totalTokens": self._input_tokens + self._output_tokens,
+                **({"reasoningTokens": self._reasoning_tokens} if self._reasoning_tokens is not None else {}),
+                **({"cachedInputTokens": self._cached_input_tokens} if self._cached_input_tokens is not None else {}),
             }
         ]
 
@@ -469,6 +473,10 @@ class _RunEncoder:
     def _usage(self, event: Usage) -> bytes:
         self._input_tokens += event.input_tokens
         self._output_tokens += event.output_tokens
+        if event.reasoning_tokens is not None:
+            self._reasoning_tokens = (self._reasoning_tokens or 0) + event.reasoning_tokens
+        if event.cached_input_tokens is not None:
+            self._cached_input_tokens = (self._cached_input_tokens or 0) + event.cached_input_tokens
         return b""
 
 
