@@ -19,6 +19,7 @@ from chatgate.config import Config
 from tests.conftest import make_config
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
+from tests.providers.test_ui_clients import use_chat
 from tests.usage.support import COST, PRICING, answer, chat, chunks, headers, keys, wait_for_runs
 
 Serve = Callable[[Config], str]
@@ -127,3 +128,17 @@ def test_prometheus_counts_tokens_and_cost_by_agent_with_no_user_label(serve: Se
     assert 'chatgate_model_tokens_total{agent="bot",provider="up",type="reasoning"} 5.0' in text
     assert 'chatgate_model_cost_usd_total{agent="bot"}' in text
     assert "alice" not in text
+
+
+@pytest.mark.parametrize("version", [5, 6, 7])
+def test_the_ai_client_puts_the_runs_usage_and_cost_in_the_message_metadata(serve: Serve, version: int) -> None:
+    with fake_in_thread(answer()) as fake:
+        config = make_config(
+            {"bot": {"model": "up:model-x", "default": True, "vercel_ai_version": f"v{version}"}},
+            providers={"up": provider_table("openai", fake.url)},
+            pricing=PRICING,
+        )
+        hello = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}
+        result = use_chat(serve(config), version, [hello])
+    metadata = result["message"]["metadata"]  # what useChat's message carries for the frontend to show
+    assert metadata["usage"]["totalTokens"] == 120 and metadata["costUsd"] == pytest.approx(COST)
