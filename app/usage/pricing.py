@@ -68,4 +68,8 @@ class Pricing:
             self._unpriced.add(model)
             logger.warning('no price known for %s: add a [pricing."%s"] table to count its cost', model, name)
             return None
+        except Exception:  # a table entry this version cannot apply: no cost, never a failed run
+            self._unpriced.add(model)
+            logger.exception("pricing %s failed; its runs are recorded without a cost", model)
+            return None
         return float(price.total_price)
