@@ -143,10 +143,16 @@ class ToolDenied:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts for one model call."""
+    """Token counts for one model call, as its provider reported them.
+
+    ``input_tokens`` include cached ones and ``output_tokens`` reasoning ones; a count the provider did
+    not report is None. A provider that reports no usage at all yields no ``Usage``.
+    """
 
     input_tokens: int
     output_tokens: int
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +179,14 @@ class StepFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``)."""
+    """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``).
+
+    ``cost_usd`` is what the run's model calls cost, when usage is recorded and the model has a price.
+    """
 
     reason: FinishReason
     stopped: bool = False
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

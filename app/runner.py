@@ -31,7 +31,7 @@ from chatgate.agents import Agent
 from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.assembly import MessageAssembler, complete_arguments
 from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextView, alternate_roles
-from chatgate.errors import ProviderError
+from chatgate.errors import ProviderError, RequestError
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -57,6 +57,7 @@ from chatgate.policy import apply_system_prompt_policy
 from chatgate.prompts import PromptRenderError, RequestFacts
 from chatgate.providers import ModelRequest
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.usage import BudgetExceeded, RunAccount
 
 __all__ = [
     "ALREADY_ANSWERING",
@@ -145,13 +146,19 @@ def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, .
 
 
 async def run_agent(
-    agent: Agent, run_input: RunInput, *, stopping: asyncio.Event | None = None, metrics: Metrics | None = None
+    agent: Agent,
+    run_input: RunInput,
+    *,
+    stopping: asyncio.Event | None = None,
+    metrics: Metrics | None = None,
+    account: RunAccount | None = None,
 ) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
     Failures are logged here with their detail and reach the client only as a short message. Once
     ``stopping`` is set (the server is shutting down) the run ends at its next model event with a
-    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call.
+    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call;
+    ``account`` checks budgets before each one and records the run's usage (app/usage/).
     """
     # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
@@ -195,6 +202,8 @@ async def run_agent(
                         _dropped(agent, budget, run_input, view, len(history), metrics)
                     messages = view.messages
                 reason: FinishReason | None = None
+                if account is not None:
+                    await account.check()  # over budget: the run ends here, before the call
                 meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
                 first_event_at: float | None = None
                 usage: Usage | None = None
@@ -233,6 +242,8 @@ async def run_agent(
                         await aclose()
                     if meter is not None:
                         meter.ended(first_event_at, usage, failure)
+                    if account is not None:
+                        account.add(usage)
                 if not refused:
                     break
                 assert budget is not None and view is not None
@@ -254,11 +265,11 @@ async def run_agent(
             if assembler is None:  # no server tools: calls are the client's, except those cut off
                 for call_id in cut_off:
                     yield ToolResult(call_id, CUT_OFF, is_error=True)
-                yield RunFinished(reason)
+                yield RunFinished(reason, cost_usd=await account.close() if account is not None else None)
                 return
             message = assembler.message()
             if reason != "tool_calls" and not message.tool_calls:
-                yield RunFinished(reason)
+                yield RunFinished(reason, cost_usd=await account.close() if account is not None else None)
                 return
 
             history.append(message)
@@ -282,7 +293,7 @@ async def run_agent(
                     history.append(tool_message(result))
                     yield result
             if paused or reason != "tool_calls":  # only a step ended for its tool calls goes on
-                yield RunFinished(reason)
+                yield RunFinished(reason, cost_usd=await account.close() if account is not None else None)
                 return
 
         logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
@@ -290,7 +301,7 @@ async def run_agent(
         yield TextStart(notice)
         yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
         yield TextEnd(notice)
-        yield RunFinished("other")
+        yield RunFinished("other", cost_usd=await account.close() if account is not None else None)
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
         yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
@@ -301,9 +312,17 @@ async def run_agent(
         yield RunFailed(exc.public_message, code=exc.code)
     except RunError as exc:
         yield RunFailed(str(exc), code="run_error")
+    except BudgetExceeded as exc:
+        logger.info("agent %r run %r: %s", agent.name, run_input.run_id, exc.message)
+        yield RunFailed(exc.message, code="budget_exceeded")
+    except RequestError as exc:  # the budgets could not be checked
+        yield RunFailed(exc.message, code=exc.code)
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
         yield RunFailed("An internal error occurred.", code="internal_error")
+    finally:
+        if account is not None:
+            account.finish()  # a run that did not reach RunFinished is recorded too
 
 
 def _may_trim_further(budget: ContextBudget | None, view: ContextView | None, exc: BaseException) -> bool:

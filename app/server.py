@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from chatgate.access import access_middleware, check_request_limits, hold_stream
 from chatgate.agents import Agent, AgentRegistry
 from chatgate.approval_setup import app_approvals
 from chatgate.approvals import approval_scope
-from chatgate.caller import caller_of
+from chatgate.caller import Caller, caller_of
 from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable
@@ -51,6 +52,10 @@ from chatgate.store import open_store
 from chatgate.thread_routes import thread_routes
 from chatgate.thread_run import checkpoint_runs, close_thread_runs
 from chatgate.thread_stage import open_thread_turn
+from chatgate.usage import PersonBudget, Pricing, UsageAccounts
+from chatgate.usage.budget import Budget
+from chatgate.usage.routes import usage_routes
+from chatgate.usage.runs import run_account
 
 __all__ = ["ChatgateApp", "create_app", "error_response"]
 
@@ -116,10 +121,12 @@ def create_app(
     *,
     protocols: Sequence[UIProtocol] | None = None,
     config_path: Path | None = None,
+    person_budget: PersonBudget | None = None,
 ) -> Starlette:
     """The chatgate ASGI app for ``config`` (the built-in default agent when None).
 
     With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/reload.py).
+    ``person_budget`` gives a named person's budget (the identity layer's ``[auth.jwt.budget]``).
     """
     config = config if config is not None else default_config()
     protocols = list(protocols) if protocols is not None else discover_protocols()
@@ -149,6 +156,15 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
+            # Usage rows go to the store (else memory), budget counters to Redis (else this process).
+            app.state.usage = UsageAccounts.open(
+                app.state.store.engine if app.state.store is not None else None,
+                app.state.redis,
+                Pricing(config.pricing),
+                app.state.metrics,
+                fail_open=config.server.redis_failure == "open",
+                person_budget=person_budget or partial(_jwt_person_budget, app),
+            )
             if app.state.store is not None:
                 names = [protocol.name for protocol in protocols]
                 app.state.recovery = RunRecovery(app.state.store, app.state.run_log, names)
@@ -193,7 +209,7 @@ def create_app(
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols)
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes()
 
     app = ChatgateApp(
         routes=routes,
@@ -274,6 +290,10 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
             )
 
+        # Over budget: a plain 429 before any byte of the stream (app/usage/).
+        account = run_account(request.app.state.usage, registry.config, caller, agent.name, run_input)
+        await account.precheck()
+
         async def start() -> EventStreamResponse:
             if stored:
                 turn = await open_thread_turn(
@@ -289,6 +309,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     runs=request.app.state.thread_runs,
                     metrics=metrics,
                     recovery=request.app.state.recovery,
+                    account=account,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
             else:
@@ -296,7 +317,9 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 owned = agent
                 if caller.owner:
                     owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
-                events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics)
+                events = run_agent(
+                    owned, run_input, stopping=request.app.state.stopping, metrics=metrics, account=account
+                )
                 frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
                 frames,
@@ -373,3 +396,9 @@ def _internal_error() -> JSONResponse:
 
 async def _unexpected_error_response(scope: Scope, receive: Receive, send: Send) -> None:
     await _internal_error()(scope, receive, send)
+
+
+def _jwt_person_budget(app: Starlette, caller: Caller) -> Budget | None:
+    """``[auth.jwt.budget]`` for a signed-in person, read from the config in force (it follows reloads)."""
+    jwt = app.state.agents.config.auth.jwt
+    return jwt.budget if caller.person is not None and jwt is not None else None

@@ -43,6 +43,7 @@ from chatgate.runner import run_agent
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
 from chatgate.thread_plan import nothing_to_answer, plan_turn
 from chatgate.thread_run import ThreadRun, TurnRecorder
+from chatgate.usage import RunAccount
 
 __all__ = ["MAX_THREAD_ID", "ThreadTurn", "open_thread_turn", "thread_agent"]
 
@@ -79,6 +80,7 @@ async def open_thread_turn(
     runs: set[ThreadRun],
     metrics: Metrics | None = None,
     recovery: RunRecovery | None = None,
+    account: RunAccount | None = None,
 ) -> ThreadTurn:
     """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
 
@@ -178,7 +180,7 @@ async def open_thread_turn(
         store,
         thread,
         run_key,
-        run_agent(model_agent, model_input, stopping=stopping, metrics=metrics),
+        run_agent(model_agent, model_input, stopping=stopping, metrics=metrics, account=account),
         recorder,
         writer,
         encode=partial(protocol.encode, encode_input, agent.config),

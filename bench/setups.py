@@ -15,6 +15,9 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
   key's) instead of a key; every request carries the same access token, signed by the real OpenID
   provider of the tests (tests/oidc, started on first use and stopped at exit), so the first request
   fetches the JWKS and verifies it and the rest find it in the cache. Compare it with "keys+limits".
+- stateless with keys, limits and Redis, without and with budgets on the key (``tokens_per_day`` and
+  ``usd_per_day``, far above what the benchmark spends): each model call is checked against the budget
+  and its spend counted in Redis (app/usage/); usage is recorded in every setup.
 
 A stored-thread request always starts a new thread: its ids hold ``UNIQUE``, which ``load.py`` replaces
 per request. PostgreSQL and Redis are started by ``Services`` on first use (tests/servers.py: loopback,
@@ -67,6 +70,7 @@ class Setup:
     redis: bool = False
     leak_guard: bool = False
     token: bool = False
+    budget: bool = False
 
     @property
     def thread(self) -> bool:
@@ -89,6 +93,8 @@ SETUPS = (
     Setup("thread+keys+Redis", "chatgate-production", store="postgres", keys=True, redis=True),
     Setup("leak guard", "chatgate-leak-guard", leak_guard=True),
     Setup("token+limits", "chatgate-token", token=True),
+    Setup("keys+Redis", "chatgate-keys-redis", keys=True, redis=True),
+    Setup("keys+Redis+budget", "chatgate-budget", keys=True, redis=True, budget=True),
 )
 
 LEAK_GUARD_PROMPT = (
@@ -187,7 +193,10 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
         digest = hashlib.sha256(ACCESS_KEY.encode()).hexdigest()
         key = {"id": "bench", "sha256": digest, "rpm": KEY_RPM, "max_concurrent_streams": KEY_MAX_STREAMS}
-        tables.append(toml_table("[keys]", key))
+        table = toml_table("[keys]", key)
+        if setup.budget:  # far above what the benchmark spends: checked on every call, never reached
+            table += "budget = { tokens_per_day = 1000000000000, usd_per_day = 1000000.0 }\n"
+        tables.append(table)
     if setup.token:
         server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
         person = {"issuer": bench_issuer().issuer, "audience": "chatgate"}

@@ -16,6 +16,8 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from chatgate.policy import SystemPromptPolicy
+from chatgate.usage.budget import Budget
+from chatgate.usage.pricing import PriceConfig
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -122,6 +124,7 @@ class KeyConfig(_Strict):
     max_concurrent_streams: int | None = Field(default=None, gt=0)
     admin: bool = False
     trusted_user_header: bool = False
+    budget: Budget | None = None
 
     @model_validator(mode="after")
     def _exactly_one_secret(self) -> KeyConfig:
@@ -169,6 +172,7 @@ class JwtConfig(_Strict):
     jwks_refresh_seconds: float = Field(default=60.0, ge=0)
     page_client_id: str | None = Field(default=None, min_length=1)
     page_params: dict[str, str] = Field(default_factory=lambda: {"scope": "openid"})
+    budget: Budget | None = None
 
     @field_validator("algorithms")
     @classmethod
@@ -365,6 +369,7 @@ class AgentConfig(_Strict):
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
     context: ContextConfig = Field(default_factory=ContextConfig)
     leak_guard: LeakGuardConfig = Field(default_factory=LeakGuardConfig)
+    budget: Budget | None = None
 
     @field_validator("model")
     @classmethod
@@ -415,6 +420,8 @@ class Config(_Strict):
                 + ", ".join(map(repr, bad))
             )
         return servers
+
+    pricing: dict[str, PriceConfig] = Field(default_factory=dict)
 
     @field_validator("keys")
     @classmethod

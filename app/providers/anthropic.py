@@ -127,6 +127,8 @@ class AnthropicProvider(HTTPProvider):
         """Messages stream events as run events."""
         blocks: dict[int, _Block] = {}
         input_tokens = output_tokens = 0
+        cached: int | None = None
+        reported = False
         stop_reason: str | None = None
         finished = False
         async for _event, data in sse_messages(chunks):
@@ -163,13 +165,17 @@ class AnthropicProvider(HTTPProvider):
                     yield block.end()
             elif kind == "message_start":
                 usage = (payload.get("message") or {}).get("usage") or {}
+                reported = reported or bool(usage)
                 input_tokens = _input_tokens(usage)
                 output_tokens = int(usage.get("output_tokens") or 0)
+                cached = _cached(usage, cached)
             elif kind == "message_delta":
                 stop_reason = (payload.get("delta") or {}).get("stop_reason") or stop_reason
                 usage = payload.get("usage") or {}
+                reported = reported or bool(usage)
                 input_tokens = _input_tokens(usage) or input_tokens
                 output_tokens = int(usage.get("output_tokens") or output_tokens)
+                cached = _cached(usage, cached)
             elif kind == "message_stop":
                 finished = True
                 break
@@ -188,7 +194,8 @@ class AnthropicProvider(HTTPProvider):
             )
         for block in blocks.values():
             yield block.end()
-        yield Usage(input_tokens, output_tokens)
+        if reported:
+            yield Usage(input_tokens, output_tokens, cached_input_tokens=cached)
         yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"))
 
 
@@ -237,6 +244,12 @@ def _start_block(blocks: dict[int, _Block], index: int, content: dict[str, Any])
         block = blocks[index] = _Block("tool_use", str(content.get("id") or new_id("toolu")))
         return [ToolCallStart(block.id, str(content.get("name", "")))]
     return []  # server tool blocks and newer types: not ours to relay
+
+
+def _cached(usage: Mapping[str, Any], before: int | None) -> int | None:
+    """Input tokens read from the prompt cache, when the usage says (else what an earlier event said)."""
+    value = usage.get("cache_read_input_tokens")
+    return int(value) if isinstance(value, int) else before
 
 
 def _input_tokens(usage: Mapping[str, Any]) -> int:

@@ -131,7 +131,7 @@ class OpenAIProvider(HTTPProvider):
                                 yield call_event
                 finish = choice.get("finish_reason") or finish
             if chunk.get("usage"):
-                usage = _usage(chunk["usage"])
+                usage = _usage(chunk["usage"]) or usage
         if not done and finish is None:
             raise ProviderError(
                 f"{self.name}: the stream ended without [DONE] or a finish_reason",
@@ -184,10 +184,20 @@ class _ToolCall:
         self.started = False
 
 
-def _usage(usage: Any) -> Usage:
+def _usage(usage: Any) -> Usage | None:
+    """The chunk's ``usage`` (None when it is not an object); the details only when the server sent them."""
     if not isinstance(usage, dict):
-        return Usage(0, 0)
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        return None
+    completion = usage.get("completion_tokens_details")
+    prompt = usage.get("prompt_tokens_details")
+    reasoning = completion.get("reasoning_tokens") if isinstance(completion, dict) else None
+    cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
+    return Usage(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(reasoning) if isinstance(reasoning, int) else None,
+        int(cached) if isinstance(cached, int) else None,
+    )
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
