@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from chatgate.agents import Agent
 from chatgate.approval_ledger import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
@@ -55,6 +56,9 @@ from chatgate.policy import apply_system_prompt_policy
 from chatgate.prompts import PromptRenderError, RequestFacts
 from chatgate.providers import ModelRequest
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
+
+if TYPE_CHECKING:
+    from chatgate.telemetry import ModelCallTrace, RunTrace, ToolTrace
 
 __all__ = [
     "ALREADY_ANSWERING",
@@ -143,13 +147,19 @@ def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, .
 
 
 async def run_agent(
-    agent: Agent, run_input: RunInput, *, stopping: asyncio.Event | None = None, metrics: Metrics | None = None
+    agent: Agent,
+    run_input: RunInput,
+    *,
+    stopping: asyncio.Event | None = None,
+    metrics: Metrics | None = None,
+    trace: RunTrace | None = None,
 ) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
     Failures are logged here with their detail and reach the client only as a short message. Once
     ``stopping`` is set (the server is shutting down) the run ends at its next model event with a
-    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call.
+    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call;
+    ``trace`` (tracing on) gets a span per model call, tool call and approval, and is ended here.
     """
     # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
@@ -159,9 +169,11 @@ async def run_agent(
         request, stripped = _model_request(agent, run_input, system_prompt)
         if metrics is not None:
             metrics.count_stripped(agent.name, stripped)
+        if trace is not None:
+            trace.started(run_input, request, stripped)
         history = list(request.messages)
         if agent.server_tools:
-            async for event in _settle_pending_calls(agent, run_input, history):
+            async for event in _settle_pending_calls(agent, run_input, history, trace):
                 yield event
 
         for step in range(1, agent.max_steps + 1):
@@ -170,6 +182,12 @@ async def run_agent(
             assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
             reason: FinishReason | None = None
             meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
+            call_trace: ModelCallTrace | None = None
+            transcript = assembler  # what a captured span records as the answer
+            if trace is not None:
+                call_trace = trace.model_call(replace(request, messages=tuple(history)), step)
+                if transcript is None and trace.capture_content:
+                    transcript = MessageAssembler(new_id("msg"))
             first_event_at: float | None = None
             usage: Usage | None = None
             cut_off: list[str] = []  # calls whose arguments are not a JSON object
@@ -188,8 +206,8 @@ async def run_agent(
                         usage = event
                     elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
                         cut_off.append(event.tool_call_id)
-                    if assembler is not None:
-                        assembler.feed(event)
+                    if transcript is not None:
+                        transcript.feed(event)
                     yield event
             except BaseException as exc:
                 failure = asyncio.CancelledError() if isinstance(exc, ServerStopping) else exc
@@ -202,6 +220,9 @@ async def run_agent(
                     await aclose()
                 if meter is not None:
                     meter.ended(first_event_at, usage, failure)
+                if call_trace is not None:
+                    output = transcript.message() if transcript is not None and call_trace.capture_content else None
+                    call_trace.ended(reason, usage, failure, output)
             if reason is None:
                 raise ProviderError(
                     "the model stream ended without finishing", public_message="The model stream ended early."
@@ -210,11 +231,11 @@ async def run_agent(
             if assembler is None:  # no server tools: calls are the client's, except those cut off
                 for call_id in cut_off:
                     yield ToolResult(call_id, CUT_OFF, is_error=True)
-                yield RunFinished(reason)
+                yield _finished(trace, reason)
                 return
             message = assembler.message()
             if reason != "tool_calls" and not message.tool_calls:
-                yield RunFinished(reason)
+                yield _finished(trace, reason)
                 return
 
             history.append(message)
@@ -232,13 +253,15 @@ async def run_agent(
                     token = agent.approvals.token(
                         agent.name, call.tool_call_id, call.name, call.arguments, scope=agent.approval_scope
                     )
+                    if trace is not None:
+                        trace.approval_requested(call)
                     yield ToolApprovalRequested(call.tool_call_id, call.name, token)
                 else:
-                    result = await _call(agent, call)
+                    result = await _call(agent, call, trace)
                     history.append(tool_message(result))
                     yield result
             if paused or reason != "tool_calls":  # only a step ended for its tool calls goes on
-                yield RunFinished(reason)
+                yield _finished(trace, reason)
                 return
 
         logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
@@ -246,18 +269,33 @@ async def run_agent(
         yield TextStart(notice)
         yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
         yield TextEnd(notice)
-        yield RunFinished("other")
+        yield _finished(trace, "other")
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
-        yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
+        yield _failed(trace, SHUTTING_DOWN, "server_shutdown")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
-        yield RunFailed(exc.public_message, code="model_error")
+        yield _failed(trace, exc.public_message, "model_error")
     except RunError as exc:
-        yield RunFailed(str(exc), code="run_error")
+        yield _failed(trace, str(exc), "run_error")
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
-        yield RunFailed("An internal error occurred.", code="internal_error")
+        yield _failed(trace, "An internal error occurred.", "internal_error")
+    finally:
+        if trace is not None:
+            trace.end()
+
+
+def _finished(trace: RunTrace | None, reason: FinishReason) -> RunFinished:
+    if trace is not None:
+        trace.finished(reason)
+    return RunFinished(reason)
+
+
+def _failed(trace: RunTrace | None, message: str, code: str) -> RunFailed:
+    if trace is not None:
+        trace.failed(code, message)
+    return RunFailed(message, code=code)
 
 
 class RunError(Exception):
@@ -268,7 +306,9 @@ class ServerStopping(Exception):
     """The server is shutting down: the run ends now, in protocol."""
 
 
-async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list[Message]) -> AsyncIterator[RunEvent]:
+async def _settle_pending_calls(
+    agent: Agent, run_input: RunInput, history: list[Message], trace: RunTrace | None = None
+) -> AsyncIterator[RunEvent]:
     """Give every unanswered server tool call in the history a result before the model is called.
 
     A call with a valid approval runs, or is reported denied, and the client sees the outcome; the same
@@ -290,7 +330,7 @@ async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list
         if approval is None:
             history.insert(insert_at, ToolMessage(call.tool_call_id, NOT_RUN, is_error=True))
         else:
-            event = await _answer(agent, call, approval)
+            event = await _answer(agent, call, approval, trace)
         if event is not None:
             history.insert(insert_at, tool_message(event))
             yield event
@@ -310,31 +350,50 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
     return None
 
 
-async def _answer(agent: Agent, call: ToolCallPart, approval: ApprovalResponse) -> ApprovalOutcome:
+async def _answer(
+    agent: Agent, call: ToolCallPart, approval: ApprovalResponse, trace: RunTrace | None = None
+) -> ApprovalOutcome:
     """Claim the approval, then run the tool (or deny it), then record the outcome; or the first outcome."""
+    span = trace.approval(call) if trace is not None else None
     try:
         claim = await agent.approval_ledger.claim(approval.approval_id, scope=agent.approval_scope)
     except ApprovalLedgerError as exc:
         logger.error(
             "agent %r: approval ledger unavailable, tool call %r not run: %s", agent.name, call.tool_call_id, exc
         )
+        if span is not None:
+            span.ended(ToolResult(call.tool_call_id, APPROVALS_UNAVAILABLE, is_error=True), "unavailable")
         raise RunError(APPROVALS_UNAVAILABLE) from exc
     if isinstance(claim, Settled):
+        if span is not None:
+            span.ended(None, "replayed")
         return claim.outcome
     if isinstance(claim, Pending):
         logger.warning("agent %r: approval for tool call %r is already being answered", agent.name, call.tool_call_id)
+        if span is not None:
+            span.ended(None, "already_answering")
         return ToolResult(call.tool_call_id, ALREADY_ANSWERING, is_error=True)
     # Shielded: a client hanging up mid-tool must not stop the outcome being recorded for its replay.
-    task = asyncio.ensure_future(_run_and_record(agent, call, approval, claim))
+    task = asyncio.ensure_future(_run_and_record(agent, call, approval, claim, trace, span))
     _answering.add(task)
     task.add_done_callback(_answering.discard)
     return await asyncio.shield(task)
 
 
 async def _run_and_record(
-    agent: Agent, call: ToolCallPart, approval: ApprovalResponse, claim: Claimed
+    agent: Agent,
+    call: ToolCallPart,
+    approval: ApprovalResponse,
+    claim: Claimed,
+    trace: RunTrace | None = None,
+    span: ToolTrace | None = None,
 ) -> ApprovalOutcome:
-    outcome = await _call(agent, call) if approval.approved else ToolDenied(call.tool_call_id, approval.reason)
+    if approval.approved:
+        outcome: ApprovalOutcome = await _call(agent, call, trace, span)
+    else:
+        outcome = ToolDenied(call.tool_call_id, approval.reason)
+    if span is not None:
+        span.ended(None, "approved" if approval.approved else "denied")
     try:
         await agent.approval_ledger.record(claim, outcome)
     except ApprovalLedgerError as exc:
@@ -343,9 +402,15 @@ async def _run_and_record(
     return outcome
 
 
-async def _call(agent: Agent, call: ToolCallPart) -> ToolResult:
+async def _call(
+    agent: Agent, call: ToolCallPart, trace: RunTrace | None = None, within: ToolTrace | None = None
+) -> ToolResult:
+    span = trace.tool_call(call, within) if trace is not None else None
     outcome = await agent.server_tools[call.name].call(call.arguments)
-    return ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
+    result = ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
+    if span is not None:
+        span.ended(result)
+    return result
 
 
 def tool_message(event: ToolResult | ToolDenied, *, message_id: str = "") -> ToolMessage:

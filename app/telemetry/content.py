@@ -1,0 +1,59 @@
+"""Message content on spans, only under ``capture_content = true``: the GenAI conventions' JSON forms.
+
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` hold ``[{"role", "parts": [...]}]``; text goes
+through the logs' ``loggable`` (control characters escaped) and a file part keeps only its media type
+(and a remote URL with its credentials redacted), never a ``data:`` URL's bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from chatgate.history import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+)
+from chatgate.logs import loggable, redact_url
+
+__all__ = ["messages_json"]
+
+
+def messages_json(messages: Iterable[Message]) -> str:
+    """``messages`` as the conventions' JSON message list."""
+    return json.dumps([_message(message) for message in messages], ensure_ascii=False)
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "parts": [_text(message.content)]}
+    if isinstance(message, ToolMessage):
+        part = {"type": "tool_call_response", "id": message.tool_call_id, "response": loggable(message.content)}
+        return {"role": "tool", "parts": [part]}
+    if isinstance(message, UserMessage):
+        return {"role": "user", "parts": [_part(part) for part in message.parts]}
+    assert isinstance(message, AssistantMessage)
+    return {"role": "assistant", "parts": [_part(part) for part in message.parts]}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "content": loggable(text)}
+
+
+def _part(part: TextPart | FilePart | ReasoningPart | ToolCallPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return _text(part.text)
+    if isinstance(part, ReasoningPart):
+        return {"type": "reasoning", "content": loggable(part.text)}
+    if isinstance(part, ToolCallPart):
+        return {"type": "tool_call", "id": part.tool_call_id, "name": part.name, "arguments": loggable(part.arguments)}
+    url = "" if part.url.startswith("data:") else redact_url(part.url)
+    return {"type": "uri" if url else "blob", "mime_type": part.media_type, **({"uri": url} if url else {})}
