@@ -30,8 +30,6 @@ logger = logging.getLogger("chatgate.telemetry")
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 """The standard variables that, set, turn tracing on without an ``otlp_endpoint``."""
 
-_MAX_QUEUE = 2048
-
 
 class Telemetry:
     """One app's tracer, its settings and its dropped-span counter; ``shutdown()`` flushes and stops it."""
@@ -81,7 +79,7 @@ def start_telemetry(
         {"service.name": settings.service_name, "service.version": importlib.metadata.version("chatgate")}
     )
     provider = TracerProvider(resource=resource, sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)))
-    processor = BatchSpanProcessor(CountingExporter(exporter, dropped), max_queue_size=_MAX_QUEUE)
+    processor = BatchSpanProcessor(CountingExporter(exporter, dropped))  # OTEL_BSP_* variables apply
     provider.add_span_processor(QueueWatch(processor, dropped))
     tracer = provider.get_tracer("chatgate", importlib.metadata.version("chatgate"))
     logger.info(
