@@ -8,7 +8,9 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
   every request carries the key and an allowed ``Origin``;
 - on a server-held thread in SQLite (a file in the temp dir) or in PostgreSQL (a real server);
 - in production: a thread in PostgreSQL, keys and limits, and ``[server] redis_url`` on a real Redis, so
-  rate and stream limits and the run log go through Redis.
+  rate and stream limits and the run log go through Redis;
+- traced: stateless, with ``[telemetry]`` at ``sample_ratio = 1.0`` exporting every span over OTLP/HTTP
+  to ``otlp_sink.py`` (a collector that keeps nothing, in its own process).
 
 A stored-thread request always starts a new thread: its ids hold ``UNIQUE``, which ``load.py`` replaces
 per request. PostgreSQL and Redis are started by ``Services`` on first use (tests/servers.py: loopback,
@@ -20,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -32,7 +35,7 @@ from load import UNIQUE
 from stream_cpu import ACCESS_HEADERS, ACCESS_KEY, ORIGIN
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
-from tests.servers import running_postgres, running_redis
+from tests.servers import _free_port, _stop, _wait_for_port, running_postgres, running_redis
 
 # Far above what the benchmark reaches (concurrency 10): they are checked on every request, never hit.
 KEY_RPM = 1_000_000
@@ -55,6 +58,7 @@ class Setup:
     store: Literal["sqlite", "postgres"] | None = None
     keys: bool = False
     redis: bool = False
+    traced: bool = False
 
     @property
     def thread(self) -> bool:
@@ -73,6 +77,7 @@ SETUPS = (
     Setup("thread SQLite", "chatgate-sqlite", store="sqlite"),
     Setup("thread Postgres", "chatgate-postgres", store="postgres"),
     Setup("thread+keys+Redis", "chatgate-production", store="postgres", keys=True, redis=True),
+    Setup("traced", "chatgate-traced", traced=True),
 )
 
 
@@ -83,6 +88,7 @@ class Services:
         self._stack = ExitStack()
         self._postgres: str | None = None
         self._redis: str | None = None
+        self._otlp_sink: str | None = None
 
     def postgres_url(self) -> str:
         if self._postgres is None:
@@ -94,6 +100,15 @@ class Services:
         if self._redis is None:
             self._redis = self._stack.enter_context(running_redis())
         return self._redis
+
+    def otlp_sink_url(self) -> str:
+        if self._otlp_sink is None:
+            port = _free_port()
+            sink = subprocess.Popen([sys.executable, str(Path(__file__).parent / "otlp_sink.py"), str(port)])
+            self._stack.callback(_stop, sink)
+            _wait_for_port(port, sink, "otlp_sink.py")
+            self._otlp_sink = f"http://127.0.0.1:{port}"
+        return self._otlp_sink
 
     def close(self) -> None:
         self._stack.close()
@@ -137,6 +152,8 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server["redis_url"] = services.redis_url()
     if server:
         tables.append(toml_table("server", server))
+    if setup.traced:
+        tables.append(toml_table("telemetry", {"otlp_endpoint": services.otlp_sink_url(), "sample_ratio": 1.0}))
     return "\n".join(tables)
 
 

@@ -107,7 +107,7 @@ def test_an_ag_ui_run_with_a_server_tool_is_one_trace_continuing_the_frontends(s
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert run.attributes["gen_ai.agent.name"] == "bot"
     assert run.attributes["chatgate.protocol"] == "ag-ui"
-    assert run.attributes["chatgate.thread.id"] == "t-1"
+    assert run.attributes["gen_ai.conversation.id"] == "t-1"
     assert run.attributes["chatgate.system_prompt.policy"] == "server"
     assert run.attributes["chatgate.system_prompt.stripped"] == 1
     assert run.attributes["chatgate.run.finish_reason"] == "stop"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.propagate import extract
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from chatgate.caller import Caller
 from chatgate.errors import ProviderError, RequestError
@@ -53,6 +53,7 @@ _SETTINGS = {
     "stop_sequences": "gen_ai.request.stop_sequences",
 }
 _MAX_HEADER_CHARS = 256
+_PROPAGATOR = TraceContextTextMapPropagator()
 
 
 class RunTrace:
@@ -78,8 +79,6 @@ class RunTrace:
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.name,
             "gen_ai.provider.name": config.provider_name,
-            "gen_ai.request.model": config.model_name,
-            "chatgate.agent": agent.name,
             "chatgate.protocol": protocol,
             "chatgate.system_prompt.policy": config.manage_system_prompt,
         }
@@ -97,7 +96,7 @@ class RunTrace:
             attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
             attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
         # A frontend's traceparent (W3C Trace Context) continues its trace.
-        parent = extract(headers)
+        parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
         self.span = self._tracer.start_span(
             f"invoke_agent {agent.name}", context=parent, kind=SpanKind.SERVER, attributes=attributes
         )
@@ -109,15 +108,14 @@ class RunTrace:
 
     def started(self, run_input: RunInput, request: ModelRequest, stripped: int) -> None:
         """The run's input is known: its thread, run id, the policy's stripped count, its messages if captured."""
-        span = self.span
+        attributes: dict[str, Any] = {"chatgate.system_prompt.stripped": stripped}
         if run_input.thread_id:
-            span.set_attribute("gen_ai.conversation.id", loggable(run_input.thread_id))
-            span.set_attribute("chatgate.thread.id", loggable(run_input.thread_id))
+            attributes["gen_ai.conversation.id"] = loggable(run_input.thread_id)
         if run_input.run_id:
-            span.set_attribute("chatgate.run.id", loggable(run_input.run_id))
-        span.set_attribute("chatgate.system_prompt.stripped", stripped)
+            attributes["chatgate.run.id"] = loggable(run_input.run_id)
         if self.capture_content:
-            span.set_attribute("gen_ai.input.messages", messages_json(request.messages))
+            attributes["gen_ai.input.messages"] = messages_json(request.messages)
+        self.span.set_attributes(attributes)
 
     def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
         """The ``chat {model}`` span of one model call, started now."""
@@ -181,9 +179,7 @@ class RunTrace:
     def failed(self, code: str, message: str) -> None:
         """The run ended with the protocol error ``code``/``message`` the client saw."""
         span = self.span
-        span.set_attribute("error.type", code)
-        span.set_attribute("chatgate.error.code", code)
-        span.set_attribute("chatgate.error.message", message)
+        span.set_attributes({"error.type": code, "chatgate.error.code": code, "chatgate.error.message": message})
         span.set_status(Status(StatusCode.ERROR, message))
 
     def refused(self, error: BaseException) -> None:
@@ -221,13 +217,15 @@ class ModelCallTrace:
     ) -> None:
         """The call is over: its finish reason, usage, failure and (captured) answer."""
         span = self.span
+        attributes: dict[str, Any] = {}
         if reason is not None:
-            span.set_attribute("gen_ai.response.finish_reasons", [reason])
+            attributes["gen_ai.response.finish_reasons"] = (reason,)
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
         if output is not None:
-            span.set_attribute("gen_ai.output.messages", messages_json([output]))
+            attributes["gen_ai.output.messages"] = messages_json([output])
+        span.set_attributes(attributes)
         if error is not None:
             if isinstance(error, Exception):
                 span.set_attribute("error.type", error_kind(error))

@@ -60,7 +60,7 @@ def start_telemetry(
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
 
     from chatgate.telemetry.export import CountingExporter, QueueWatch
 
@@ -78,7 +78,9 @@ def start_telemetry(
     resource = Resource.create(
         {"service.name": settings.service_name, "service.version": importlib.metadata.version("chatgate")}
     )
-    provider = TracerProvider(resource=resource, sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)))
+    ratio = settings.sample_ratio
+    root = ALWAYS_ON if ratio >= 1.0 else TraceIdRatioBased(ratio)
+    provider = TracerProvider(resource=resource, sampler=ParentBased(root))
     processor = BatchSpanProcessor(CountingExporter(exporter, dropped))  # OTEL_BSP_* variables apply
     provider.add_span_processor(QueueWatch(processor, dropped))
     tracer = provider.get_tracer("chatgate", importlib.metadata.version("chatgate"))
