@@ -8,19 +8,25 @@ counts against what the fake upstream reported and the calls it received.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
+import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
-from chatgate.config import Config
+from chatgate.config import Config, TelemetrySettings
+from chatgate.errors import ConfigError
 from chatgate.logs import RequestIdFilter
+from chatgate.telemetry import start_telemetry
 from tests.conftest import make_config
 from tests.e2e.approval_flows import answer, ask, executions
 from tests.phoenix import Phoenix, Span, running_phoenix
@@ -243,19 +249,62 @@ def test_a_stored_thread_run_is_traced_as_its_own_detached_run(serve: Serve, pho
     assert (chat.attributes["gen_ai.usage.input_tokens"], chat.attributes["gen_ai.usage.output_tokens"]) == (5, 2)
 
 
-def test_a_collector_that_is_down_costs_only_dropped_spans_which_are_counted(serve: Serve) -> None:
-    down = f"http://127.0.0.1:{_free_port()}"  # nothing listens here
-    config = make_config(
-        {"bot": {"model": "builtin:echo", "default": True}},
-        telemetry={"otlp_endpoint": down, "export_timeout_seconds": 0.5},
-    )
-    url = serve(config)
-    body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "one two"}]}
-    for _ in range(3):
-        response = httpx.post(f"{url}/ag-ui", json=body)
-        assert response.status_code == 200 and "RUN_FINISHED" in response.text
-    # 3 runs x (invoke_agent + chat): every one is dropped, and counted, once its export gives up
-    assert dropped_spans(url, at_least=6) == 6
+@contextmanager
+def hung_collector() -> Iterator[str]:
+    """A collector that accepts connections and never answers: every export times out."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@contextmanager
+def down_collector() -> Iterator[str]:
+    """Nothing listens: every export is refused."""
+    yield f"http://127.0.0.1:{_free_port()}"
+
+
+@pytest.mark.parametrize("collector", [down_collector, hung_collector], ids=["down", "hung"])
+def test_a_collector_that_is_down_or_hung_costs_only_dropped_spans_which_are_counted(
+    serve: Serve, collector: Callable[[], AbstractContextManager[str]]
+) -> None:
+    with collector() as endpoint:
+        config = make_config(
+            {"bot": {"model": "builtin:echo", "default": True}},
+            telemetry={"otlp_endpoint": endpoint, "export_timeout_seconds": 0.5},
+        )
+        url = serve(config)
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "one two"}]}
+        for _ in range(3):
+            response = httpx.post(f"{url}/ag-ui", json=body)
+            assert response.status_code == 200 and "RUN_FINISHED" in response.text
+        # 3 runs x (invoke_agent + chat): every one is dropped, and counted, once its export gives up
+        assert dropped_spans(url, at_least=6) == 6
+
+
+def test_telemetry_is_off_without_an_endpoint_and_on_with_the_standard_variable() -> None:
+    registry = CollectorRegistry()
+    assert start_telemetry(TelemetrySettings(), registry, environ={}) is None
+    on = start_telemetry(TelemetrySettings(), registry, environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert on is not None
+    asyncio.run(on.shutdown())
+    disabled = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_SDK_DISABLED": "true"}
+    assert start_telemetry(TelemetrySettings(), CollectorRegistry(), environ=disabled) is None
+
+
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ({"sample_ratio": 2}, "telemetry.sample_ratio"),
+        ({"otlp_endpoint": "127.0.0.1:4318"}, "telemetry.otlp_endpoint"),
+        ({"capture_content": "yes"}, "telemetry.capture_content"),
+        ({"exporter": "grpc"}, "telemetry.exporter"),
+    ],
+)
+def test_a_bad_telemetry_table_is_refused_naming_the_key(table: dict[str, Any], named: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        make_config({"bot": {"model": "builtin:echo"}}, telemetry=table)
+    assert named in str(refused.value)
 
 
 def dropped_spans(url: str, at_least: float, reads: int = 300) -> float:

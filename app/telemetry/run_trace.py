@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from chatgate.caller import Caller
@@ -97,9 +97,7 @@ class RunTrace:
             attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
         # A frontend's traceparent (W3C Trace Context) continues its trace.
         parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
-        self.span = self._tracer.start_span(
-            f"invoke_agent {agent.name}", context=parent, kind=SpanKind.SERVER, attributes=attributes
-        )
+        self.span = _started(self._tracer, f"invoke_agent {agent.name}", parent, attributes, SpanKind.SERVER)
         self._context = trace.set_span_in_context(self.span, Context())
         self.trace_id = format(self.span.get_span_context().trace_id, "032x")
         request_trace = REQUEST_TRACE.get()
@@ -138,9 +136,7 @@ class RunTrace:
                 attributes[key] = value
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
-        span = self._tracer.start_span(
-            f"chat {request.model}", context=self._context, kind=SpanKind.CLIENT, attributes=attributes
-        )
+        span = _started(self._tracer, f"chat {request.model}", self._context, attributes, SpanKind.CLIENT)
         return ModelCallTrace(span, request.model, self.capture_content)
 
     def approval_requested(self, call: ToolCallPart) -> None:
@@ -151,11 +147,8 @@ class RunTrace:
 
     def approval(self, call: ToolCallPart) -> ToolTrace:
         """The ``approval {tool}`` span: a client's answer claimed, then the tool run (a child) or denied."""
-        span = self._tracer.start_span(
-            f"approval {call.name}",
-            context=self._context,
-            attributes={"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id},
-        )
+        attributes = {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
+        span = _started(self._tracer, f"approval {call.name}", self._context, attributes)
         return ToolTrace(span, False)
 
     def tool_call(self, call: ToolCallPart, within: ToolTrace | None = None) -> ToolTrace:
@@ -169,7 +162,7 @@ class RunTrace:
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = loggable(call.arguments)
         context = trace.set_span_in_context(within.span, Context()) if within is not None else self._context
-        span = self._tracer.start_span(f"execute_tool {call.name}", context=context, attributes=attributes)
+        span = _started(self._tracer, f"execute_tool {call.name}", context, attributes)
         return ToolTrace(span, self.capture_content)
 
     def finished(self, reason: str) -> None:
@@ -196,6 +189,19 @@ class RunTrace:
         if not self._ended:
             self._ended = True
             self.span.end()
+
+
+def _started(
+    tracer: Tracer, name: str, context: Context | None, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
+) -> Span:
+    """A span started now with ``attributes``.
+
+    They are set after the start, not passed to it: the SDK would clean every attribute twice (once for
+    the sampler, once for the span), and no sampler chatgate uses reads them.
+    """
+    span = tracer.start_span(name, context=context, kind=kind)
+    span.set_attributes(attributes)
+    return span
 
 
 class ModelCallTrace:
