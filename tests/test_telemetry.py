@@ -33,6 +33,7 @@ from tests.phoenix import Phoenix, Span, running_phoenix
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage, text_reply
 from tests.providers.support import provider_table
 from tests.servers import _free_port
+from tests.store.conftest import _create_database
 from tests.test_metrics import samples, value
 
 Serve = Callable[[Config], str]
@@ -316,3 +317,39 @@ def dropped_spans(url: str, at_least: float, reads: int = 300) -> float:
             break
         time.sleep(0.1)
     return dropped
+
+
+def test_a_stored_thread_run_keeps_its_whole_trace_when_its_client_resumes_on_another_replica(
+    serve: Serve, phoenix: Phoenix, redis_url: str, postgres_url: str
+) -> None:
+    name = f"t_{secrets.token_hex(6)}"
+    asyncio.run(_create_database(postgres_url, name))
+    agent = {"model": "builtin:echo", "default": True, "conversations": "server", "model_settings": {"delay": 0.05}}
+    config = traced(
+        phoenix,
+        {"bot": agent},
+        server={"redis_url": redis_url},
+        store={"url": postgres_url.rsplit("/", 1)[0] + f"/{name}"},
+    )
+    replica_a, replica_b = serve(config), serve(config)
+    trace_id, _, headers = traceparent()
+    words = " ".join(f"word{n}" for n in range(20))
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": words}]}
+    with httpx.stream(
+        "POST", f"{replica_a}/agents/bot/chat", json={"id": "c1", "message": message}, headers=headers, timeout=30
+    ) as started:
+        for line in started.iter_lines():
+            if '"text-delta"' in line:
+                break  # the client hangs up mid-run; the run goes on, detached
+    resumed = httpx.get(f"{replica_b}/agents/bot/chat/c1/stream", timeout=30)
+    assert resumed.status_code == 200 and resumed.text.rstrip().endswith("data: [DONE]")
+    assert "word19" in resumed.text
+
+    spans = phoenix.spans(trace_id, 2)
+    assert len(spans) == 2  # the resume follows the run: it starts no run of its own
+    run, chat = one(spans, "invoke_agent bot"), one(spans, "chat echo")
+    assert chat.parent_id == run.span_id
+    assert run.attributes["gen_ai.conversation.id"] == "c1"
+    assert run.attributes["chatgate.run.finish_reason"] == "stop"  # ended with the run, not the hang-up
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ["stop"]
+    assert chat.attributes["gen_ai.usage.output_tokens"] > 0
