@@ -181,6 +181,7 @@ async def run_agent(
             yield StepStarted(name)
             assembler = MessageAssembler(new_id("msg")) if agent.server_tools else None
             reason: FinishReason | None = None
+            finished: ModelFinished | None = None
             meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
             call_trace: ModelCallTrace | None = None
             transcript = assembler  # what a captured span records as the answer
@@ -200,7 +201,7 @@ async def run_agent(
                     if first_event_at is None:
                         first_event_at = time.perf_counter()
                     if type(event) is ModelFinished:
-                        reason = event.reason
+                        reason, finished = event.reason, event
                         continue
                     if type(event) is Usage:
                         usage = event
@@ -222,7 +223,7 @@ async def run_agent(
                     meter.ended(first_event_at, usage, failure)
                 if call_trace is not None:
                     output = transcript.message() if transcript is not None and call_trace.capture_content else None
-                    call_trace.ended(reason, usage, failure, output)
+                    call_trace.ended(finished, usage, failure, output)
             if reason is None:
                 raise ProviderError(
                     "the model stream ended without finishing", public_message="The model stream ended early."

@@ -124,6 +124,8 @@ def test_an_ag_ui_run_with_a_server_tool_is_one_trace_continuing_the_frontends(s
     assert first.attributes["gen_ai.request.temperature"] == 0.5
     assert first.attributes["gen_ai.request.max_tokens"] == 64
     assert first.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert first.attributes["gen_ai.response.id"] == "chatcmpl-1"  # as the fake upstream named it
+    assert first.attributes["gen_ai.response.model"] == "m"
     assert (first.attributes["gen_ai.usage.input_tokens"], first.attributes["gen_ai.usage.output_tokens"]) == (7, 3)
     assert second.attributes["gen_ai.response.finish_reasons"] == ["stop"]
     assert (second.attributes["gen_ai.usage.input_tokens"], second.attributes["gen_ai.usage.output_tokens"]) == (5, 2)

@@ -128,6 +128,7 @@ class AnthropicProvider(HTTPProvider):
         blocks: dict[int, _Block] = {}
         input_tokens = output_tokens = 0
         stop_reason: str | None = None
+        response_id = response_model = ""
         finished = False
         async for _event, data in sse_messages(chunks):
             payload = parse_json(data, self.name)
@@ -162,7 +163,9 @@ class AnthropicProvider(HTTPProvider):
                 if block is not None:
                     yield block.end()
             elif kind == "message_start":
-                usage = (payload.get("message") or {}).get("usage") or {}
+                message = payload.get("message") or {}
+                response_id, response_model = str(message.get("id") or ""), str(message.get("model") or "")
+                usage = message.get("usage") or {}
                 input_tokens = _input_tokens(usage)
                 output_tokens = int(usage.get("output_tokens") or 0)
             elif kind == "message_delta":
@@ -187,7 +190,7 @@ class AnthropicProvider(HTTPProvider):
         for block in blocks.values():
             yield block.end()
         yield Usage(input_tokens, output_tokens)
-        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"))
+        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"), response_id, response_model)
 
 
 class _Block:

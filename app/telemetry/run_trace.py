@@ -20,7 +20,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from chatgate.caller import Caller
 from chatgate.errors import ProviderError, RequestError
-from chatgate.events import ToolDenied, ToolResult, Usage
+from chatgate.events import ModelFinished, ToolDenied, ToolResult, Usage
 from chatgate.history import AssistantMessage, ToolCallPart
 from chatgate.logs import REQUEST_TRACE, loggable
 from chatgate.metrics import error_kind
@@ -216,16 +216,20 @@ class ModelCallTrace:
 
     def ended(
         self,
-        reason: str | None,
+        finished: ModelFinished | None,
         usage: Usage | None,
         error: BaseException | None,
         output: AssistantMessage | None = None,
     ) -> None:
-        """The call is over: its finish reason, usage, failure and (captured) answer."""
+        """The call is over: its ending (reason, response id and model), usage, failure and (captured) answer."""
         span = self.span
         attributes: dict[str, Any] = {}
-        if reason is not None:
-            attributes["gen_ai.response.finish_reasons"] = (reason,)
+        if finished is not None:
+            attributes["gen_ai.response.finish_reasons"] = (finished.reason,)
+            if finished.response_id:
+                attributes["gen_ai.response.id"] = loggable(finished.response_id)
+            if finished.response_model:
+                attributes["gen_ai.response.model"] = loggable(finished.response_model)
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
