@@ -161,6 +161,23 @@ def test_a_use_chat_run_names_its_protocol_and_version_and_captures_content_when
     assert answer_message["role"] == "assistant" and "world" in answer_message["parts"][0]["content"]
 
 
+def test_a_lone_surrogate_in_a_tool_result_costs_no_spans_when_content_is_captured(
+    serve: Serve, phoenix: Phoenix
+) -> None:
+    # OTLP strings are UTF-8 and cannot hold a lone surrogate: the exporter would drop the attribute.
+    tools = {"lone_surrogate": {"function": "tests.sample_tools:lone_surrogate"}}
+    agent = {"model": "builtin:echo", "default": True, "tools": tools}
+    url = serve(traced(phoenix, {"bot": agent}, telemetry={"capture_content": True}))
+    trace_id, _, headers = traceparent()
+    user = {"id": "u1", "role": "user", "content": "/call lone_surrogate {}"}
+    body = {"threadId": "t", "runId": "r", "messages": [user]}
+    assert httpx.post(f"{url}/ag-ui", json=body, headers=headers).status_code == 200
+
+    # 3 spans: the AG-UI encoder itself fails on such a result (the second model call never comes)
+    tool = one(phoenix.spans(trace_id, 3), "execute_tool lone_surrogate")
+    assert tool.attributes["gen_ai.tool.call.result"] == "x\\udcff y"
+
+
 def test_an_approval_is_an_event_then_a_span_with_the_tool_run_under_it(
     serve: Serve, phoenix: Phoenix, tmp_path: Path
 ) -> None:

@@ -24,12 +24,24 @@ from chatgate.history import (
 )
 from chatgate.logs import loggable, redact_url
 
-__all__ = ["messages_json"]
+__all__ = ["messages_json", "span_text"]
+
+
+def span_text(text: str) -> str:
+    """Client text fit for a span: escaped as the logs escape it, and a lone surrogate written ``\\ud800``.
+
+    OTLP strings are UTF-8: the exporter drops an attribute holding a lone surrogate (a tool's result
+    can, e.g. text read with ``surrogateescape``), logging an error for it.
+    """
+    text = loggable(text)
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def messages_json(messages: Iterable[Message]) -> str:
     """``messages`` as the conventions' JSON message list."""
-    return json.dumps([_message(message) for message in messages], ensure_ascii=False)
+    return span_text(json.dumps([_message(message) for message in messages], ensure_ascii=False))
 
 
 def _message(message: Message) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from chatgate.caller import Caller
 from chatgate.errors import ProviderError, RequestError
 from chatgate.events import ModelFinished, ToolDenied, ToolResult, Usage
 from chatgate.history import AssistantMessage, ToolCallPart
-from chatgate.logs import REQUEST_TRACE, loggable
+from chatgate.logs import REQUEST_TRACE
 from chatgate.metrics import error_kind
-from chatgate.telemetry.content import messages_json
+from chatgate.telemetry.content import messages_json, span_text
 
 if TYPE_CHECKING:
     from chatgate.agents import Agent
@@ -87,10 +87,10 @@ class RunTrace:
         if caller.key_id:
             attributes["chatgate.caller.key_id"] = caller.key_id
         if caller.user:
-            attributes["chatgate.caller.user"] = loggable(caller.user)
+            attributes["chatgate.caller.user"] = span_text(caller.user)
         user_agent = headers.get("user-agent")
         if user_agent:
-            attributes["user_agent.original"] = loggable(user_agent[:_MAX_HEADER_CHARS])
+            attributes["user_agent.original"] = span_text(user_agent[:_MAX_HEADER_CHARS])
         prompt = agent.prompt
         if prompt is not None:
             attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
@@ -108,9 +108,9 @@ class RunTrace:
         """The run's input is known: its thread, run id, the policy's stripped count, its messages if captured."""
         attributes: dict[str, Any] = {"chatgate.system_prompt.stripped": stripped}
         if run_input.thread_id:
-            attributes["gen_ai.conversation.id"] = loggable(run_input.thread_id)
+            attributes["gen_ai.conversation.id"] = span_text(run_input.thread_id)
         if run_input.run_id:
-            attributes["chatgate.run.id"] = loggable(run_input.run_id)
+            attributes["chatgate.run.id"] = span_text(run_input.run_id)
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
         self.span.set_attributes(attributes)
@@ -160,7 +160,7 @@ class RunTrace:
             "gen_ai.tool.type": "function",
         }
         if self.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = loggable(call.arguments)
+            attributes["gen_ai.tool.call.arguments"] = span_text(call.arguments)
         context = trace.set_span_in_context(within.span, Context()) if within is not None else self._context
         span = _started(self._tracer, f"execute_tool {call.name}", context, attributes)
         return ToolTrace(span, self.capture_content)
@@ -227,9 +227,9 @@ class ModelCallTrace:
         if finished is not None:
             attributes["gen_ai.response.finish_reasons"] = (finished.reason,)
             if finished.response_id:
-                attributes["gen_ai.response.id"] = loggable(finished.response_id)
+                attributes["gen_ai.response.id"] = span_text(finished.response_id)
             if finished.response_model:
-                attributes["gen_ai.response.model"] = loggable(finished.response_model)
+                attributes["gen_ai.response.model"] = span_text(finished.response_model)
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
@@ -263,7 +263,7 @@ class ToolTrace:
             span.set_attribute("chatgate.approval.outcome", label)
         if isinstance(outcome, ToolResult):
             if self.capture_content:
-                span.set_attribute("gen_ai.tool.call.result", loggable(outcome.content))
+                span.set_attribute("gen_ai.tool.call.result", span_text(outcome.content))
             if outcome.is_error:
                 span.set_attribute("error.type", "tool_error")
                 span.set_status(Status(StatusCode.ERROR, "the tool reported an error"))
