@@ -24,10 +24,10 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
-from chatgate.agents import Agent, AgentRegistry
+from chatgate.agents import AgentRegistry
 from chatgate.approval_setup import app_approvals
 from chatgate.approvals import approval_scope
-from chatgate.caller import Caller, caller_of
+from chatgate.caller import caller_of
 from chatgate.chat_page import chat_page_routes
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable
@@ -47,7 +47,7 @@ from chatgate.run_routes import app_run_log, resume_endpoint, stop_routes
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.store import open_store
-from chatgate.telemetry import RunTrace, start_telemetry, telemetry_of
+from chatgate.telemetry import start_telemetry, trace_chat, traced_refusals
 from chatgate.thread_routes import thread_routes
 from chatgate.thread_run import checkpoint_runs, close_thread_runs
 from chatgate.thread_stage import open_thread_turn
@@ -248,78 +248,60 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         caller = caller_of(request)
         agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
-        telemetry = telemetry_of(request.app)
-        if telemetry is None:
-            return await _chat(request, protocol, registry, agent, caller, started, None)
-        trace = RunTrace(telemetry, agent, protocol=protocol.name, caller=caller, headers=request.headers)
-        try:
-            return await _chat(request, protocol, registry, agent, caller, started, trace)
-        except BaseException as exc:
-            trace.refused(exc)
-            raise
-
-    return chat
-
-
-async def _chat(
-    request: Request,
-    protocol: UIProtocol,
-    registry: AgentRegistry,
-    agent: Agent,
-    caller: Caller,
-    started: float,
-    trace: RunTrace | None,
-) -> Response:
-    """The chat request for a resolved agent: decode, check, then start (or join) the run's stream."""
-    _check_content_type(request)
-    settings = registry.config.server
-    body = await read_body(request, settings)
-    run_input = _decode(protocol, body)
-    check_files(run_input.messages, settings)
-    check_request_limits(run_input, settings)
-    metrics: Metrics = request.app.state.metrics
-    stored = agent.config.conversations == "server"
-    if not stored and run_input.newest_only:
-        problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
-        raise RequestError(422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}])
-
-    async def start() -> EventStreamResponse:
-        if stored:
-            turn = await open_thread_turn(
-                request.app.state.store,
-                agent,
-                caller,
-                run_input,
-                protocol=protocol,
-                run_log=request.app.state.run_log,
-                base_dir=registry.config.base_dir,
-                stopping=request.app.state.stopping,
-                finish_on_disconnect=registry.config.store.finish_on_disconnect,
-                runs=request.app.state.thread_runs,
-                metrics=metrics,
-                recovery=request.app.state.recovery,
-                trace=trace,
+        trace = trace_chat(request, agent, protocol.name, caller)  # None when tracing is off
+        _check_content_type(request)
+        settings = registry.config.server
+        body = await read_body(request, settings)
+        run_input = _decode(protocol, body)
+        check_files(run_input.messages, settings)
+        check_request_limits(run_input, settings)
+        metrics: Metrics = request.app.state.metrics
+        stored = agent.config.conversations == "server"
+        if not stored and run_input.newest_only:
+            problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
+            raise RequestError(
+                422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
             )
-            frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
-            if run is None and trace is not None:  # a hydrate or a follow: this request started no run
-                trace.end()
-        else:
-            # Approvals issued to this key (and end user) are answerable by it alone.
-            owned = agent
-            if caller.owner:
-                owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
-            events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics, trace=trace)
-            frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
-        return EventStreamResponse(
-            frames,
-            protocol.headers(agent.config),
-            keepalive=settings.keepalive_seconds,
-            meter=metrics.stream(protocol.name, agent.name, started),
-            joined=joined,
-            run=run,
-        )
 
-    return await hold_stream_slot(request, start)  # type: ignore[return-value]
+        async def start() -> EventStreamResponse:
+            if stored:
+                turn = await open_thread_turn(
+                    request.app.state.store,
+                    agent,
+                    caller,
+                    run_input,
+                    protocol=protocol,
+                    run_log=request.app.state.run_log,
+                    base_dir=registry.config.base_dir,
+                    stopping=request.app.state.stopping,
+                    finish_on_disconnect=registry.config.store.finish_on_disconnect,
+                    runs=request.app.state.thread_runs,
+                    metrics=metrics,
+                    recovery=request.app.state.recovery,
+                    trace=trace,
+                )
+                frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
+                if run is None and trace is not None:  # a hydrate or a follow: this request started no run
+                    trace.end()
+            else:
+                # Approvals issued to this key (and end user) are answerable by it alone.
+                owned = agent
+                if caller.owner:
+                    owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
+                events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics, trace=trace)
+                frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
+            return EventStreamResponse(
+                frames,
+                protocol.headers(agent.config),
+                keepalive=settings.keepalive_seconds,
+                meter=metrics.stream(protocol.name, agent.name, started),
+                joined=joined,
+                run=run,
+            )
+
+        return await hold_stream_slot(request, start)  # type: ignore[return-value]
+
+    return traced_refusals(chat)
 
 
 def _check_content_type(request: Request) -> None:

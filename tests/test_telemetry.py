@@ -204,6 +204,19 @@ def test_an_approval_is_an_event_then_a_span_with_the_tool_run_under_it(
     assert tool.attributes["gen_ai.tool.call.id"] == paused.call_id
 
 
+def test_a_refused_request_ends_its_span_with_the_error_the_client_got(serve: Serve, phoenix: Phoenix) -> None:
+    url = serve(traced(phoenix, {"bot": {"model": "builtin:echo", "default": True}}))
+    trace_id, _, headers = traceparent()
+    response = httpx.post(f"{url}/ag-ui", json={"threadId": "t", "messages": "nope"}, headers=headers)
+    assert response.status_code == 422
+    code = response.json()["error"]["code"]
+
+    (run,) = phoenix.spans(trace_id, 1)
+    assert run.name == "invoke_agent bot" and run.status == "ERROR"
+    assert run.attributes["error.type"] == code
+    assert run.attributes["http.response.status_code"] == 422
+
+
 class _Lines(logging.Handler):
     def __init__(self) -> None:
         super().__init__()

@@ -7,6 +7,7 @@ server tool call (``execute_tool {tool}``) and approval to it. No stage imports 
 endpoint; otherwise ``start_telemetry`` returns None and every hook is a ``None`` check.
 """
 
+from chatgate.telemetry.chat_request import trace_chat, traced_refusals
 from chatgate.telemetry.run_trace import SEMCONV_VERSION, ModelCallTrace, RunTrace, ToolTrace
 from chatgate.telemetry.setup import Telemetry, start_telemetry, telemetry_of
 
@@ -18,4 +19,6 @@ __all__ = [
     "ToolTrace",
     "start_telemetry",
     "telemetry_of",
+    "trace_chat",
+    "traced_refusals",
 ]
