@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from chatgate.config import Config, TelemetrySettings
 from chatgate.errors import ConfigError
-from chatgate.logs import RequestIdFilter
+from chatgate.logs import TEXT_FORMAT, JsonFormatter, RequestIdFilter
 from chatgate.telemetry import start_telemetry
 from tests.conftest import make_config
 from tests.e2e.approval_flows import answer, ask, executions
@@ -258,6 +258,8 @@ def test_an_upstream_failure_is_recorded_on_the_model_call_and_the_run_with_what
     # the request's log lines carry its trace id beside its request id
     failed = [r for r in lines.records if getattr(r, "request_id", "") == "req-fail"]
     assert failed and all(r.trace_id == trace_id for r in failed)  # type: ignore[attr-defined]
+    assert f"[req-fail trace={trace_id}]" in logging.Formatter(TEXT_FORMAT).format(failed[0])
+    assert json.loads(JsonFormatter().format(failed[0]))["trace_id"] == trace_id
 
 
 def test_a_stored_thread_run_is_traced_as_its_own_detached_run(serve: Serve, phoenix: Phoenix, tmp_path: Path) -> None:
