@@ -15,7 +15,7 @@ run with exactly one of ``RunFinished`` or ``RunFailed``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
@@ -157,9 +157,15 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ModelFinished:
-    """A provider's last event for one model call."""
+    """A provider's last event for one model call, with the response's id and model when the API names them.
+
+    The runner keeps it (for traces) and never passes it on.
+    """
 
     reason: FinishReason
+    # Not compared: two endings with the same reason are the same ending, whatever the upstream called them.
+    response_id: str = field(default="", compare=False)
+    response_model: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

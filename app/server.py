@@ -49,6 +49,7 @@ from chatgate.run_routes import app_run_log, resume_endpoint, stop_routes
 from chatgate.runner import run_agent
 from chatgate.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.store import open_store
+from chatgate.telemetry import start_telemetry, trace_chat, traced_refusals
 from chatgate.thread_routes import thread_routes
 from chatgate.thread_run import checkpoint_runs, close_thread_runs
 from chatgate.thread_stage import open_thread_turn
@@ -195,6 +196,8 @@ def create_app(
                 await mcp.aclose()
                 if app.state.redis is not None:
                     await app.state.redis.aclose()
+                if app.state.telemetry is not None:
+                    await app.state.telemetry.shutdown()
 
     routes: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
@@ -226,6 +229,8 @@ def create_app(
     # Set when the server starts shutting down (see app/cli.py): running streams then end in protocol.
     app.state.stopping = asyncio.Event()
     app.state.metrics = Metrics()
+    # Bound at start, like Redis: a reload that changes [telemetry] takes effect on restart.
+    app.state.telemetry = start_telemetry(config.telemetry, app.state.metrics.registry)
     app.state.readiness = []  # named dependency checks for /readyz (app/readiness.py)
     app.state.thread_runs = set()
     app.state.recovery = None  # a RunRecovery once a store is open (app/run_recovery.py)
@@ -276,6 +281,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         caller = caller_of(request)
         agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
+        trace = trace_chat(request, agent, protocol.name, caller)  # None when tracing is off
         _check_content_type(request)
         settings = registry.config.server
         body = await read_body(request, settings)
@@ -310,15 +316,23 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     metrics=metrics,
                     recovery=request.app.state.recovery,
                     account=account,
+                    trace=trace,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
+                if run is None and trace is not None:  # a hydrate or a follow: this request started no run
+                    trace.end()
             else:
                 # Approvals issued to this key (and end user) are answerable by it alone.
                 owned = agent
                 if caller.owner:
                     owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
                 events = run_agent(
-                    owned, run_input, stopping=request.app.state.stopping, metrics=metrics, account=account
+                    owned,
+                    run_input,
+                    stopping=request.app.state.stopping,
+                    metrics=metrics,
+                    account=account,
+                    trace=trace,
                 )
                 frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
@@ -332,7 +346,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]
 
-    return chat
+    return traced_refusals(chat)
 
 
 def _check_content_type(request: Request) -> None:

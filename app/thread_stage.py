@@ -41,6 +41,7 @@ from chatgate.run_recovery import RunRecovery
 from chatgate.runlog import RunLog, RunWriter
 from chatgate.runner import run_agent
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
+from chatgate.telemetry import RunTrace
 from chatgate.thread_plan import nothing_to_answer, plan_turn
 from chatgate.thread_run import ThreadRun, TurnRecorder
 from chatgate.usage import RunAccount
@@ -81,10 +82,12 @@ async def open_thread_turn(
     metrics: Metrics | None = None,
     recovery: RunRecovery | None = None,
     account: RunAccount | None = None,
+    trace: RunTrace | None = None,
 ) -> ThreadTurn:
     """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
 
     A thread held by a run whose producer died is first recovered (``recovery``, app/run_recovery.py).
+    ``trace`` (tracing on) is the run's span: the detached run ends it, not the request.
     """
     if store is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
@@ -180,7 +183,7 @@ async def open_thread_turn(
         store,
         thread,
         run_key,
-        run_agent(model_agent, model_input, stopping=stopping, metrics=metrics, account=account),
+        run_agent(model_agent, model_input, stopping=stopping, metrics=metrics, account=account, trace=trace),
         recorder,
         writer,
         encode=partial(protocol.encode, encode_input, agent.config),

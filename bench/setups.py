@@ -18,6 +18,8 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
 - stateless with keys, limits and Redis, without and with budgets on the key (``tokens_per_day`` and
   ``usd_per_day``, far above what the benchmark spends): each model call is checked against the budget
   and its spend counted in Redis (app/usage/); usage is recorded in every setup.
+- traced: stateless, with ``[telemetry]`` at ``sample_ratio = 1.0`` exporting every span over OTLP/HTTP
+  to ``otlp_sink.py`` (a collector that keeps nothing, in its own process).
 
 A stored-thread request always starts a new thread: its ids hold ``UNIQUE``, which ``load.py`` replaces
 per request. PostgreSQL and Redis are started by ``Services`` on first use (tests/servers.py: loopback,
@@ -31,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -45,7 +48,7 @@ from stream_cpu import ACCESS_HEADERS, ACCESS_KEY, ORIGIN
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
-from tests.servers import running_postgres, running_redis
+from tests.servers import _free_port, _stop, _wait_for_port, running_postgres, running_redis
 
 # Far above what the benchmark reaches (concurrency 10): they are checked on every request, never hit.
 KEY_RPM = 1_000_000
@@ -71,6 +74,7 @@ class Setup:
     leak_guard: bool = False
     token: bool = False
     budget: bool = False
+    traced: bool = False
 
     @property
     def thread(self) -> bool:
@@ -95,6 +99,7 @@ SETUPS = (
     Setup("token+limits", "chatgate-token", token=True),
     Setup("keys+Redis", "chatgate-keys-redis", keys=True, redis=True),
     Setup("keys+Redis+budget", "chatgate-budget", keys=True, redis=True, budget=True),
+    Setup("traced", "chatgate-traced", traced=True),
 )
 
 LEAK_GUARD_PROMPT = (
@@ -142,6 +147,7 @@ class Services:
         self._stack = ExitStack()
         self._postgres: str | None = None
         self._redis: str | None = None
+        self._otlp_sink: str | None = None
 
     def postgres_url(self) -> str:
         if self._postgres is None:
@@ -153,6 +159,15 @@ class Services:
         if self._redis is None:
             self._redis = self._stack.enter_context(running_redis())
         return self._redis
+
+    def otlp_sink_url(self) -> str:
+        if self._otlp_sink is None:
+            port = _free_port()
+            sink = subprocess.Popen([sys.executable, str(Path(__file__).parent / "otlp_sink.py"), str(port)])
+            self._stack.callback(_stop, sink)
+            _wait_for_port(port, sink, "otlp_sink.py")
+            self._otlp_sink = f"http://127.0.0.1:{port}"
+        return self._otlp_sink
 
     def close(self) -> None:
         self._stack.close()
@@ -205,6 +220,8 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server["redis_url"] = services.redis_url()
     if server:
         tables.append(toml_table("server", server))
+    if setup.traced:
+        tables.append(toml_table("telemetry", {"otlp_endpoint": services.otlp_sink_url(), "sample_ratio": 1.0}))
     return "\n".join(tables)
 
 

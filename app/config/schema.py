@@ -45,6 +45,7 @@ __all__ = [
     "ServerToolConfig",
     "StoreSettings",
     "SystemPromptConfig",
+    "TelemetrySettings",
     "VariableConfig",
     "VercelAIVersion",
     "default_config",
@@ -199,6 +200,21 @@ class StoreSettings(_Strict):
 
     url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
     finish_on_disconnect: bool = True
+
+
+class TelemetrySettings(_Strict):
+    """``[telemetry]``: OpenTelemetry traces over OTLP/HTTP (see docs/observability.md); off without an endpoint.
+
+    ``otlp_endpoint`` is the collector's base URL (``/v1/traces`` is appended); without it the standard
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``/``OTEL_EXPORTER_OTLP_ENDPOINT`` (and ``_HEADERS``) apply.
+    """
+
+    otlp_endpoint: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
+    service_name: str = Field(default="chatgate", min_length=1)
+    sample_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
+    capture_content: bool = False
+    headers: dict[str, str] = Field(default_factory=dict)
+    export_timeout_seconds: float = Field(default=5.0, gt=0)
 
 
 class ServerToolConfig(_Strict):
@@ -406,6 +422,7 @@ class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     keys: tuple[KeyConfig, ...] = ()
     auth: AuthConfig = Field(default_factory=AuthConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)

@@ -130,6 +130,7 @@ class AnthropicProvider(HTTPProvider):
         cached: int | None = None
         reported = False
         stop_reason: str | None = None
+        response_id = response_model = ""
         finished = False
         async for _event, data in sse_messages(chunks):
             payload = parse_json(data, self.name)
@@ -164,7 +165,9 @@ class AnthropicProvider(HTTPProvider):
                 if block is not None:
                     yield block.end()
             elif kind == "message_start":
-                usage = (payload.get("message") or {}).get("usage") or {}
+                message = payload.get("message") or {}
+                response_id, response_model = str(message.get("id") or ""), str(message.get("model") or "")
+                usage = message.get("usage") or {}
                 reported = reported or bool(usage)
                 input_tokens = _input_tokens(usage)
                 output_tokens = int(usage.get("output_tokens") or 0)
@@ -196,7 +199,7 @@ class AnthropicProvider(HTTPProvider):
             yield block.end()
         if reported:
             yield Usage(input_tokens, output_tokens, cached_input_tokens=cached)
-        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"))
+        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"), response_id, response_model)
 
 
 class _Block:

@@ -94,6 +94,7 @@ class OpenAIProvider(HTTPProvider):
         calls: dict[int, _ToolCall] = {}
         finish: str | None = None
         usage: Usage | None = None
+        answered: dict[str, Any] = {}  # the chunk that carried the finish reason: its id and model
         done = False
         async for event, data in sse_messages(chunks):
             if data == b"[DONE]":
@@ -129,7 +130,8 @@ class OpenAIProvider(HTTPProvider):
                         for fragment in fragments:
                             for call_event in self._tool_fragment(calls, fragment):
                                 yield call_event
-                finish = choice.get("finish_reason") or finish
+                if choice.get("finish_reason"):
+                    finish, answered = choice["finish_reason"], chunk
             if chunk.get("usage"):
                 usage = _usage(chunk["usage"]) or usage
         if not done and finish is None:
@@ -146,7 +148,11 @@ class OpenAIProvider(HTTPProvider):
         if usage is not None:
             yield usage
         reason = FINISH_REASONS.get(finish or "stop", "other")
-        yield ModelFinished("tool_calls" if calls and reason == "stop" else reason)
+        yield ModelFinished(
+            "tool_calls" if calls and reason == "stop" else reason,
+            str(answered.get("id") or ""),
+            str(answered.get("model") or ""),
+        )
 
     def _tool_fragment(self, calls: dict[int, _ToolCall], fragment: Any) -> list[RunEvent]:
         """Events for one ``tool_calls`` fragment; a call starts once its name is known."""
