@@ -9,15 +9,24 @@ import pytest
 
 from chatgate.config import Config
 from tests.conftest import make_config
-from tests.realmodel.llama import LlamaServer, running_llama_server
+from tests.realmodel.llama import GEMMA, LlamaServer, running_llama_server
 
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
+GEMMA_CONTEXT = 128
+"""The ``gemma`` server's one slot: small, so that a thread of short turns outgrows it within a few turns."""
 
 
 @pytest.fixture(scope="session")
 def llama() -> Iterator[LlamaServer]:
     """One ``llama-server`` with Gemma 3 270M for the whole session; a missing build is a failure."""
     with running_llama_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def gemma() -> Iterator[LlamaServer]:
+    """A second ``llama-server`` rendering with Gemma 3's strict chat template: one slot of 128 tokens."""
+    with running_llama_server(template=GEMMA, slot_context=GEMMA_CONTEXT, slots=1) as server:
         yield server
 
 
