@@ -31,7 +31,14 @@ def gemma() -> Iterator[LlamaServer]:
 
 
 def llama_config(
-    llama: LlamaServer | str, wire: str, *, max_tokens: int = 6, extra: Any = None, store: Any = None, **agent: Any
+    llama: LlamaServer | str,
+    wire: str,
+    *,
+    max_tokens: int = 6,
+    extra: Any = None,
+    store: Any = None,
+    server: Any = None,
+    **agent: Any,
 ) -> Config:
     """One default agent ``bot`` on ``llama`` (or a URL) through ``wire`` (``openai``/``anthropic``), greedy, short."""
     url = llama if isinstance(llama, str) else llama.url
@@ -40,4 +47,6 @@ def llama_config(
     settings = {"max_tokens": max_tokens, "temperature": 0, "extra_body": extra if extra is not None else NO_THINKING}
     bot = {"model": "llama:gemma-3-270m", "default": True, "model_settings": settings, **agent}
     top = {"store": store} if store is not None else {}
+    if server is not None:
+        top["server"] = server
     return make_config({"bot": bot}, providers={"llama": provider}, **top)
