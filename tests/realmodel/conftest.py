@@ -12,7 +12,7 @@ from tests.conftest import make_config
 from tests.realmodel.llama import GEMMA, LlamaServer, running_llama_server
 
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
-GEMMA_CONTEXT = 128
+GEMMA_CONTEXT = 256  # llama.cpp rounds a context up to a multiple of 256: asking for less gives this
 """The ``gemma`` server's one slot: small, so that a thread of short turns outgrows it within a few turns."""
 
 
@@ -25,7 +25,7 @@ def llama() -> Iterator[LlamaServer]:
 
 @pytest.fixture(scope="session")
 def gemma() -> Iterator[LlamaServer]:
-    """A second ``llama-server`` rendering with Gemma 3's strict chat template: one slot of 128 tokens."""
+    """A second ``llama-server`` rendering with Gemma 3's strict chat template: one slot of 256 tokens."""
     with running_llama_server(template=GEMMA, slot_context=GEMMA_CONTEXT, slots=1) as server:
         yield server
 

@@ -1,8 +1,9 @@
 """A context window per agent (issue 31) on a real model server with one small slot and Gemma's template.
 
-The ``gemma`` server has one slot of 128 tokens and renders with Gemma 3's chat template, which refuses
+The ``gemma`` server has one slot of 256 tokens and renders with Gemma 3's chat template, which refuses
 two messages of the same role in a row. ``window = "auto"`` reads the slot's size from its ``/props``.
-Turns are a few tokens each and answers two, so a thread outgrows the slot within about ten turns.
+Turns are a few tokens each and answers two, so a thread outgrows the slot well before thirty turns
+(``fail`` refuses the first turn that does not fit).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from chatgate.context.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
-from tests.realmodel.conftest import llama_config
+from tests.realmodel.conftest import GEMMA_CONTEXT, llama_config
 from tests.realmodel.llama import LlamaServer
 from tests.servers import _free_port as free_port
 from tests.store.conftest import _create_database
@@ -71,6 +72,8 @@ def test_thirty_turns_on_one_thread_are_all_answered_under_drop_oldest(
     before = len(gemma.prompts())
     unanswered = [turn for turn in range(1, TURNS + 1) if not _answered(_turn(url, "ag-ui", thread, turn))]
     assert unanswered == []
+    (agent,) = httpx.get(f"{url}/agents", timeout=10).json()["agents"]
+    assert agent["context"] == {"window": GEMMA_CONTEXT, "strategy": "drop_oldest"}  # read from /props
     prompts = gemma.prompts()[before:]
     assert len(prompts) == TURNS  # one model call per turn: no length refusal needed a retry
     assert "Turn 1: hi" not in prompts[-1] and f"Turn {TURNS}: hi" in prompts[-1]  # the model saw a window
@@ -103,7 +106,7 @@ def test_a_turn_failed_while_the_model_was_down_leaves_a_thread_gemma_answers(
     store_url = _store(store, tmp_path, request)
     thread = f"down-{store}"
     up = serve(_config(gemma, store_url, window="auto"))
-    down = serve(_config(f"http://127.0.0.1:{free_port()}", store_url, window=128))  # nothing listens there
+    down = serve(_config(f"http://127.0.0.1:{free_port()}", store_url, window=GEMMA_CONTEXT))  # nothing listens there
     assert _answered(_turn(up, "ag-ui", thread, 1))
     assert not _answered(_turn(down, "ag-ui", thread, 2))
     before = len(gemma.prompts())
