@@ -15,7 +15,7 @@ run with exactly one of ``RunFinished`` or ``RunFailed``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
@@ -143,17 +143,29 @@ class ToolDenied:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts for one model call."""
+    """Token counts for one model call, as its provider reported them.
+
+    ``input_tokens`` include cached ones and ``output_tokens`` reasoning ones; a count the provider did
+    not report is None. A provider that reports no usage at all yields no ``Usage``.
+    """
 
     input_tokens: int
     output_tokens: int
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ModelFinished:
-    """A provider's last event for one model call."""
+    """A provider's last event for one model call, with the response's id and model when the API names them.
+
+    The runner keeps it (for traces) and never passes it on.
+    """
 
     reason: FinishReason
+    # Not compared: two endings with the same reason are the same ending, whatever the upstream called them.
+    response_id: str = field(default="", compare=False)
+    response_model: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +185,14 @@ class StepFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``)."""
+    """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``).
+
+    ``cost_usd`` is what the run's model calls cost, when usage is recorded and the model has a price.
+    """
 
     reason: FinishReason
     stopped: bool = False
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

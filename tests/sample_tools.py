@@ -36,3 +36,8 @@ def record(path: str, tag: str = "ran", note: str = "", seconds: float = 0) -> s
     with open(path, "a", encoding="utf-8") as file:
         file.write(tag + "\n")
     return f"recorded {tag}"
+
+
+def lone_surrogate() -> str:
+    """Returns text holding a lone surrogate (as a file read with ``surrogateescape`` may)."""
+    return "x\udcff y"

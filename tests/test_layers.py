@@ -18,17 +18,17 @@ LAYERS: list[set[str]] = [
     {"errors", "history", "events", "caller", "operator_code", "redis_client", "adapters"},
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry"},
     {"store", "files", "protocol", "context", "identity", "adapters.base"},
-    {"approvals", "providers", "adapters.ag_ui", "adapters.vercel_ai"},
-    {"leak_guard"},
+    {"approvals", "providers", "usage"},
+    {"leak_guard", "tracing", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
     {"access", "threads", "scripting", "mcp"},
     {"web"},
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]
-"""Bottom to top. Foundations; ids, config, run logs and telemetry; the store, files, the protocol
-interface, the context budget and sign-in tokens; approvals, upstreams and adapters; the leak guard
-(it wraps a model call); one run; access, stored threads and the Python API; the HTTP edge; the command
-and the public API."""
+"""Bottom to top. Foundations; ids, config, run logs, meters and logs; the store, files, the protocol
+interface, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
+tracing and the adapters; one run; access, stored threads, the Python API and MCP tools; the HTTP edge;
+the command and the public API."""
 
 
 def _modules() -> dict[str, Path]:

@@ -91,6 +91,8 @@ class _RunEncoder:
         self._parent_message_id: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
+        self._reasoning_tokens: int | None = None  # None: no call reported them
+        self._cached_input_tokens: int | None = None
         self._interrupts: list[dict[str, Any]] = []
         self._handlers: dict[type[Any], Callable[[Any], bytes]] = {
             StepStarted: self._step_started,
@@ -123,7 +125,7 @@ class _RunEncoder:
                 elif type(event) is ToolCallDelta:
                     yield tool_calls[event.tool_call_id] + to_json(event.delta) + _FRAME_END
                 elif type(event) is RunFinished:
-                    yield self._end(self._finished(event.stopped))
+                    yield self._end(self._finished(event.stopped, event.cost_usd))
                     return
                 elif type(event) is RunFailed:
                     yield self._end(self._error(event.message, event.code))
@@ -161,13 +163,15 @@ class _RunEncoder:
         frames.append(terminal)
         return b"".join(frames)
 
-    def _finished(self, stopped: bool = False) -> bytes:
+    def _finished(self, stopped: bool = False, cost_usd: float | None = None) -> bytes:
         event: dict[str, Any] = {"type": "RUN_FINISHED", **self._run}
         if stopped:
             event["outcome"] = {"type": "cancelled"}
         elif self._interrupts:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
         usage = self._usage_list()
+        if usage and cost_usd is not None:
+            usage[0]["costUsd"] = cost_usd
         if usage:
             event["usage"] = usage
         return sse_frame(event)
@@ -189,6 +193,8 @@ class _RunEncoder:
                 "inputTokens": self._input_tokens,
                 "outputTokens": self._output_tokens,
                 "totalTokens": self._input_tokens + self._output_tokens,
+                **({"reasoningTokens": self._reasoning_tokens} if self._reasoning_tokens is not None else {}),
+                **({"cachedInputTokens": self._cached_input_tokens} if self._cached_input_tokens is not None else {}),
             }
         ]
 
@@ -265,6 +271,10 @@ class _RunEncoder:
     def _usage(self, event: Usage) -> bytes:
         self._input_tokens += event.input_tokens
         self._output_tokens += event.output_tokens
+        if event.reasoning_tokens is not None:
+            self._reasoning_tokens = (self._reasoning_tokens or 0) + event.reasoning_tokens
+        if event.cached_input_tokens is not None:
+            self._cached_input_tokens = (self._cached_input_tokens or 0) + event.cached_input_tokens
         return b""
 
 

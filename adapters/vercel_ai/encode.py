@@ -54,11 +54,13 @@ from chatgate.events import (
     ToolCallStart,
     ToolDenied,
     ToolResult,
+    Usage,
 )
 from chatgate.ids import new_id
 from chatgate.run_input import RunInput
+from chatgate.usage import RunUsage
 
-__all__ = ["MASKED_ERROR", "encode_run", "interrupted_ending"]
+__all__ = ["MASKED_ERROR", "encode_run", "interrupted_ending", "usage_metadata"]
 
 logger = logging.getLogger("chatgate.adapters.vercel_ai")
 
@@ -97,7 +99,7 @@ async def encode_run(
             elif isinstance(event, ToolCallDelta):
                 yield tools[event.tool_call_id] + to_json(event.delta) + _FRAME_END
             elif isinstance(event, RunFinished):
-                ending = stream.end(event.reason)
+                ending = stream.end(event.reason, cost_usd=event.cost_usd)
                 break
             elif isinstance(event, RunFailed):
                 ending = stream.end("error", event.message)
@@ -115,6 +117,25 @@ async def encode_run(
     finally:
         await _close(events)
     yield ending
+
+
+def usage_metadata(usage: RunUsage, cost_usd: float | None) -> dict[str, Any]:
+    """``{"usage": {...}, "costUsd": ...}`` for what was reported (empty when nothing was)."""
+    metadata: dict[str, Any] = {}
+    if usage.reported:
+        tokens: dict[str, int] = {
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "totalTokens": usage.total_tokens,
+        }
+        if usage.reasoning_tokens is not None:
+            tokens["reasoningTokens"] = usage.reasoning_tokens
+        if usage.cached_input_tokens is not None:
+            tokens["cachedInputTokens"] = usage.cached_input_tokens
+        metadata["usage"] = tokens
+    if cost_usd is not None:
+        metadata["costUsd"] = cost_usd
+    return metadata
 
 
 def interrupted_ending(agent: AgentConfig, message: str) -> bytes:
@@ -144,7 +165,7 @@ def _delta_prefix(kind: bytes, id_field: bytes, part_id: str, delta_field: bytes
 class _MessageStream:
     """One response's open parts and step, and the one place they are closed."""
 
-    __slots__ = ("reasoning", "step_ended", "step_open", "text", "tool_names", "tools", "version")
+    __slots__ = ("reasoning", "step_ended", "step_open", "text", "tool_names", "tools", "usage", "version")
 
     def __init__(self, version: VercelAIVersion) -> None:
         self.version = version
@@ -154,6 +175,7 @@ class _MessageStream:
         self.tool_names: dict[str, str] = {}
         self.step_open = False  # start-step written, finish-step not yet
         self.step_ended = False  # ... and the model step is over: only its tool outcomes may follow
+        self.usage = RunUsage()  # what the model calls reported, for ``finish.messageMetadata``
 
     def frame(self, event: RunEvent) -> bytes:
         """The frames for every event but deltas and terminals (``b""`` for events the UI never sees)."""
@@ -204,14 +226,22 @@ class _MessageStream:
             # it, as the AI SDK's own server sends them.
             self.step_ended = self.step_open
             return self._close_parts()
-        return b""  # Usage, ModelFinished: nothing a useChat client reads
+        if isinstance(event, Usage):
+            self.usage.add(event)
+        return b""  # Usage (until ``finish``), ModelFinished: nothing a useChat client reads
 
-    def end(self, reason: FinishReason, error_text: str | None = None) -> bytes:
-        """The stream's last frames: close what is open, ``error`` if failed, ``finish``, ``[DONE]``."""
+    def end(self, reason: FinishReason, error_text: str | None = None, *, cost_usd: float | None = None) -> bytes:
+        """The stream's last frames: close what is open, ``error`` if failed, ``finish``, ``[DONE]``.
+
+        ``finish.messageMetadata`` carries the run's usage and cost (useChat's ``message.metadata``).
+        """
         error = sse_frame({"type": "error", "errorText": error_text}) if error_text is not None else b""
         finish: dict[str, Any] = {"type": "finish"}
         if self.version != "v5":
             finish["finishReason"] = _FINISH_REASONS[reason]
+        metadata = usage_metadata(self.usage, cost_usd)
+        if metadata:
+            finish["messageMetadata"] = metadata
         return self._close_parts() + error + self._finish_step() + sse_frame(finish) + _DONE
 
     def _tool_input(self, event: ToolCallEnd) -> bytes:

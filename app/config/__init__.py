@@ -5,6 +5,7 @@ TOML (or the same structure as JSON). String values may reference ``${env:NAME}`
 bad values and missing env vars or files are errors that name the key path.
 """
 
+from chatgate.config.budget import Budget, PriceConfig, Window, window_end, window_id
 from chatgate.config.loading import load_config, parse_config
 from chatgate.config.model_settings import answer_tokens, setting_problems
 from chatgate.config.reload import ConfigWatcher
@@ -32,6 +33,7 @@ from chatgate.config.schema import (
     StoreSettings,
     SystemPromptConfig,
     SystemPromptPolicy,
+    TelemetrySettings,
     VariableConfig,
     VercelAIVersion,
     default_config,
@@ -46,6 +48,7 @@ __all__ = [
     "PLACEHOLDER",
     "AgentConfig",
     "AgentMCPConfig",
+    "Budget",
     "ClientToolConfig",
     "CodeConfig",
     "Config",
@@ -55,6 +58,7 @@ __all__ = [
     "KeyConfig",
     "LeakGuardMode",
     "MCPServerConfig",
+    "PriceConfig",
     "ProviderConfig",
     "ProviderKind",
     "ProviderTimeouts",
@@ -63,12 +67,16 @@ __all__ = [
     "StoreSettings",
     "SystemPromptConfig",
     "SystemPromptPolicy",
+    "TelemetrySettings",
     "VariableConfig",
     "VercelAIVersion",
+    "Window",
     "answer_tokens",
     "default_config",
     "load_config",
     "parse_config",
     "resolve_provider",
     "setting_problems",
+    "window_end",
+    "window_id",
 ]

@@ -15,6 +15,8 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from chatgate.config.budget import Budget, PriceConfig
+
 __all__ = [
     "BUILTIN_MODELS",
     "BUILTIN_PROVIDER_NAMES",
@@ -43,6 +45,7 @@ __all__ = [
     "StoreSettings",
     "SystemPromptConfig",
     "SystemPromptPolicy",
+    "TelemetrySettings",
     "VariableConfig",
     "VercelAIVersion",
     "default_config",
@@ -126,6 +129,7 @@ class KeyConfig(_Strict):
     max_concurrent_streams: int | None = Field(default=None, gt=0)
     admin: bool = False
     trusted_user_header: bool = False
+    budget: Budget | None = None
 
     @model_validator(mode="after")
     def _exactly_one_secret(self) -> KeyConfig:
@@ -173,6 +177,7 @@ class JwtConfig(_Strict):
     jwks_refresh_seconds: float = Field(default=60.0, ge=0)
     page_client_id: str | None = Field(default=None, min_length=1)
     page_params: dict[str, str] = Field(default_factory=lambda: {"scope": "openid"})
+    budget: Budget | None = None
 
     @field_validator("algorithms")
     @classmethod
@@ -199,6 +204,21 @@ class StoreSettings(_Strict):
 
     url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
     finish_on_disconnect: bool = True
+
+
+class TelemetrySettings(_Strict):
+    """``[telemetry]``: OpenTelemetry traces over OTLP/HTTP (see docs/observability.md); off without an endpoint.
+
+    ``otlp_endpoint`` is the collector's base URL (``/v1/traces`` is appended); without it the standard
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``/``OTEL_EXPORTER_OTLP_ENDPOINT`` (and ``_HEADERS``) apply.
+    """
+
+    otlp_endpoint: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
+    service_name: str = Field(default="chatgate", min_length=1)
+    sample_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
+    capture_content: bool = False
+    headers: dict[str, str] = Field(default_factory=dict)
+    export_timeout_seconds: float = Field(default=5.0, gt=0)
 
 
 class ServerToolConfig(_Strict):
@@ -369,6 +389,7 @@ class AgentConfig(_Strict):
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
     context: ContextConfig = Field(default_factory=ContextConfig)
     leak_guard: LeakGuardConfig = Field(default_factory=LeakGuardConfig)
+    budget: Budget | None = None
 
     @field_validator("model")
     @classmethod
@@ -405,6 +426,7 @@ class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     keys: tuple[KeyConfig, ...] = ()
     auth: AuthConfig = Field(default_factory=AuthConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
@@ -419,6 +441,8 @@ class Config(_Strict):
                 + ", ".join(map(repr, bad))
             )
         return servers
+
+    pricing: dict[str, PriceConfig] = Field(default_factory=dict)
 
     @field_validator("keys")
     @classmethod

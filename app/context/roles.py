@@ -14,6 +14,9 @@ whose user and assistant turns do not alternate. Two things produce one:
   reasoning) right before a user message is left out, so the user turns around it become one;
 - consecutive assistant messages become one, parts in order (reasoning kept with what follows it),
   unless the first made tool calls (its results belong between them);
+- consecutive system messages (the agent's prompt, the client's instructions, the leak guard's
+  canary) become one, their texts joined by a blank line (Gemma's template takes one system message
+  and refuses a second as a turn out of order);
 - a history whose first turn after the system messages is the assistant's gets a short user turn
   before it, ``HISTORY_START`` (Anthropic's API requires a user turn first, too).
 
@@ -40,7 +43,7 @@ def alternate_roles(messages: Sequence[Message]) -> tuple[Message, ...]:
     previous: type | None = None
     for index, message in enumerate(messages):
         kind = type(message)
-        if kind is previous and kind is not SystemMessage and kind is not ToolMessage:
+        if kind is previous and kind is not ToolMessage:
             break
         if kind is AssistantMessage and (previous is None or previous is SystemMessage):
             break
@@ -63,6 +66,10 @@ def _rewritten(messages: Sequence[Message]) -> tuple[Message, ...]:
             if isinstance(previous, UserMessage):
                 out[-1] = UserMessage(previous.parts + message.parts, id=message.id, created_at=message.created_at)
                 continue
+        elif isinstance(message, SystemMessage) and isinstance(previous, SystemMessage):
+            content = f"{previous.content}\n\n{message.content}"
+            out[-1] = SystemMessage(content, id=previous.id, role=previous.role, created_at=previous.created_at)
+            continue
         elif isinstance(message, AssistantMessage) and _joins(previous):
             out[-1] = AssistantMessage(previous.parts + message.parts, id=message.id, created_at=message.created_at)
             continue

@@ -127,7 +127,10 @@ class AnthropicProvider(HTTPProvider):
         """Messages stream events as run events."""
         blocks: dict[int, _Block] = {}
         input_tokens = output_tokens = 0
+        cached: int | None = None
+        reported = False
         stop_reason: str | None = None
+        response_id = response_model = ""
         finished = False
         async for _event, data in sse_messages(chunks):
             payload = parse_json(data, self.name)
@@ -162,14 +165,20 @@ class AnthropicProvider(HTTPProvider):
                 if block is not None:
                     yield block.end()
             elif kind == "message_start":
-                usage = (payload.get("message") or {}).get("usage") or {}
+                message = payload.get("message") or {}
+                response_id, response_model = str(message.get("id") or ""), str(message.get("model") or "")
+                usage = message.get("usage") or {}
+                reported = reported or bool(usage)
                 input_tokens = _input_tokens(usage)
                 output_tokens = int(usage.get("output_tokens") or 0)
+                cached = _cached(usage, cached)
             elif kind == "message_delta":
                 stop_reason = (payload.get("delta") or {}).get("stop_reason") or stop_reason
                 usage = payload.get("usage") or {}
+                reported = reported or bool(usage)
                 input_tokens = _input_tokens(usage) or input_tokens
                 output_tokens = int(usage.get("output_tokens") or output_tokens)
+                cached = _cached(usage, cached)
             elif kind == "message_stop":
                 finished = True
                 break
@@ -189,8 +198,9 @@ class AnthropicProvider(HTTPProvider):
             )
         for block in blocks.values():
             yield block.end()
-        yield Usage(input_tokens, output_tokens)
-        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"))
+        if reported:
+            yield Usage(input_tokens, output_tokens, cached_input_tokens=cached)
+        yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"), response_id, response_model)
 
 
 class _Block:
@@ -238,6 +248,12 @@ def _start_block(blocks: dict[int, _Block], index: int, content: dict[str, Any])
         block = blocks[index] = _Block("tool_use", str(content.get("id") or new_id("toolu")))
         return [ToolCallStart(block.id, str(content.get("name", "")))]
     return []  # server tool blocks and newer types: not ours to relay
+
+
+def _cached(usage: Mapping[str, Any], before: int | None) -> int | None:
+    """Input tokens read from the prompt cache, when the usage says (else what an earlier event said)."""
+    value = usage.get("cache_read_input_tokens")
+    return int(value) if isinstance(value, int) else before
 
 
 def _input_tokens(usage: Mapping[str, Any]) -> int:

@@ -134,7 +134,7 @@ class EchoModel:
             raise ProviderError(f"builtin:echo failed on purpose after {len(sent)} words (fail_after)")
         yield TextEnd(text_id)
         yield Usage(input_tokens=sum(1 for _ in request.messages), output_tokens=len(words))
-        yield ModelFinished("stop")
+        yield ModelFinished("stop", response_model="echo")
 
     async def aclose(self) -> None:
         """Nothing to release."""

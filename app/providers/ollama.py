@@ -129,9 +129,11 @@ class OllamaProvider(HTTPProvider):
             if line.get("done"):
                 for closed in spans.close():
                     yield closed
-                yield Usage(int(line.get("prompt_eval_count") or 0), int(line.get("eval_count") or 0))
+                if "prompt_eval_count" in line or "eval_count" in line:
+                    yield Usage(int(line.get("prompt_eval_count") or 0), int(line.get("eval_count") or 0))
                 reason = DONE_REASONS.get(line.get("done_reason") or "stop", "other")
-                yield ModelFinished("tool_calls" if called and reason == "stop" else reason)
+                finished = "tool_calls" if called and reason == "stop" else reason
+                yield ModelFinished(finished, response_model=str(line.get("model") or ""))
                 return
             if "error" in line:
                 detail = f"{self.name}: error mid-stream: {str(line['error'])[:500]}"

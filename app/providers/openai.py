@@ -95,6 +95,7 @@ class OpenAIProvider(HTTPProvider):
         calls: dict[int, _ToolCall] = {}
         finish: str | None = None
         usage: Usage | None = None
+        answered: dict[str, Any] = {}  # the chunk that carried the finish reason: its id and model
         done = False
         async for event, data in sse_messages(chunks):
             if data == b"[DONE]":
@@ -130,9 +131,10 @@ class OpenAIProvider(HTTPProvider):
                         for fragment in fragments:
                             for call_event in self._tool_fragment(calls, fragment):
                                 yield call_event
-                finish = choice.get("finish_reason") or finish
+                if choice.get("finish_reason"):
+                    finish, answered = choice["finish_reason"], chunk
             if chunk.get("usage"):
-                usage = _usage(chunk["usage"])
+                usage = _usage(chunk["usage"]) or usage
         if not done and finish is None:
             raise ProviderError(
                 f"{self.name}: the stream ended without [DONE] or a finish_reason",
@@ -148,7 +150,11 @@ class OpenAIProvider(HTTPProvider):
         if usage is not None:
             yield usage
         reason = FINISH_REASONS.get(finish or "stop", "other")
-        yield ModelFinished("tool_calls" if calls and reason == "stop" else reason)
+        yield ModelFinished(
+            "tool_calls" if calls and reason == "stop" else reason,
+            str(answered.get("id") or ""),
+            str(answered.get("model") or ""),
+        )
 
     def _tool_fragment(self, calls: dict[int, _ToolCall], fragment: Any) -> list[RunEvent]:
         """Events for one ``tool_calls`` fragment; a call starts once its name is known."""
@@ -186,10 +192,20 @@ class _ToolCall:
         self.started = False
 
 
-def _usage(usage: Any) -> Usage:
+def _usage(usage: Any) -> Usage | None:
+    """The chunk's ``usage`` (None when it is not an object); the details only when the server sent them."""
     if not isinstance(usage, dict):
-        return Usage(0, 0)
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        return None
+    completion = usage.get("completion_tokens_details")
+    prompt = usage.get("prompt_tokens_details")
+    reasoning = completion.get("reasoning_tokens") if isinstance(completion, dict) else None
+    cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
+    return Usage(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(reasoning) if isinstance(reasoning, int) else None,
+        int(cached) if isinstance(cached, int) else None,
+    )
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:

@@ -26,10 +26,11 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextView, alternate_roles
-from chatgate.errors import ChatgateError, ProviderError
+from chatgate.errors import ChatgateError, ProviderError, RequestError
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -57,6 +58,10 @@ from chatgate.run.policy import apply_system_prompt_policy
 from chatgate.run.prompts import PromptRenderError, RequestFacts
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 from chatgate.telemetry import Metrics
+from chatgate.usage import BudgetExceeded, RunAccount
+
+if TYPE_CHECKING:
+    from chatgate.tracing import ModelCallTrace, RunTrace, ToolTrace
 
 __all__ = [
     "ALREADY_ANSWERING",
@@ -145,13 +150,21 @@ def _offered_tools(agent: Agent, run_input: RunInput) -> tuple[ToolDefinition, .
 
 
 async def run_agent(
-    agent: Agent, run_input: RunInput, *, stopping: asyncio.Event | None = None, metrics: Metrics | None = None
+    agent: Agent,
+    run_input: RunInput,
+    *,
+    stopping: asyncio.Event | None = None,
+    metrics: Metrics | None = None,
+    account: RunAccount | None = None,
+    trace: RunTrace | None = None,
 ) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
     Failures are logged here with their detail and reach the client only as a short message. Once
     ``stopping`` is set (the server is shutting down) the run ends at its next model event with a
-    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call.
+    ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call;
+    ``account`` checks budgets before each one and records the run's usage (app/usage/).
+    ``trace`` (tracing on) gets a span per model call, tool call and approval, and is ended here.
     """
     # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
@@ -171,9 +184,11 @@ async def run_agent(
         )
         if metrics is not None:
             metrics.count_stripped(agent.name, stripped)
+        if trace is not None:
+            trace.started(run_input, request, stripped)
         history = list(request.messages)
         if agent.server_tools:
-            async for event in _settle_pending_calls(agent, run_input, history):
+            async for event in _settle_pending_calls(agent, run_input, history, trace):
                 yield event
 
         budget = agent.context
@@ -195,7 +210,16 @@ async def run_agent(
                         _dropped(agent, budget, run_input, view, len(history), metrics)
                     messages = view.messages
                 reason: FinishReason | None = None
+                finished: ModelFinished | None = None
+                if account is not None:
+                    await account.check()  # over budget: the run ends here, before the call
                 meter = metrics.model_call(agent.config.provider_name, agent.name) if metrics is not None else None
+                call_trace: ModelCallTrace | None = None
+                transcript = assembler  # what a captured span records as the answer
+                if trace is not None:
+                    call_trace = trace.model_call(replace(request, messages=messages), step)
+                    if transcript is None and trace.capture_content:
+                        transcript = MessageAssembler(new_id("msg"))
                 first_event_at: float | None = None
                 usage: Usage | None = None
                 cut_off: list[str] = []  # calls whose arguments are not a JSON object
@@ -211,14 +235,14 @@ async def run_agent(
                         if first_event_at is None:
                             first_event_at = time.perf_counter()
                         if type(event) is ModelFinished:
-                            reason = event.reason
+                            reason, finished = event.reason, event
                             continue
                         if type(event) is Usage:
                             usage = event
                         elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
                             cut_off.append(event.tool_call_id)
-                        if assembler is not None:
-                            assembler.feed(event)
+                        if transcript is not None:
+                            transcript.feed(event)
                         yield event
                 except BaseException as exc:
                     failure = asyncio.CancelledError() if isinstance(exc, ServerStopping | PromptLeak) else exc
@@ -233,6 +257,11 @@ async def run_agent(
                         await aclose()
                     if meter is not None:
                         meter.ended(first_event_at, usage, failure)
+                    if account is not None:
+                        account.add(usage)
+                    if call_trace is not None:
+                        output = transcript.message() if transcript is not None and call_trace.capture_content else None
+                        call_trace.ended(finished, usage, failure, output)
                 if not refused:
                     break
                 assert budget is not None and view is not None
@@ -256,11 +285,11 @@ async def run_agent(
             if assembler is None:  # no server tools: calls are the client's, except those cut off
                 for call_id in cut_off:
                     yield ToolResult(call_id, CUT_OFF, is_error=True)
-                yield RunFinished(reason)
+                yield _finished(trace, reason, await account.close() if account is not None else None)
                 return
             message = assembler.message()
             if reason != "tool_calls" and not message.tool_calls:
-                yield RunFinished(reason)
+                yield _finished(trace, reason, await account.close() if account is not None else None)
                 return
 
             history.append(message)
@@ -278,13 +307,15 @@ async def run_agent(
                     token = agent.approvals.token(
                         agent.name, call.tool_call_id, call.name, call.arguments, scope=agent.approval_scope
                     )
+                    if trace is not None:
+                        trace.approval_requested(call)
                     yield ToolApprovalRequested(call.tool_call_id, call.name, token)
                 else:
-                    result = await _call(agent, call)
+                    result = await _call(agent, call, trace)
                     history.append(tool_message(result))
                     yield result
             if paused or reason != "tool_calls":  # only a step ended for its tool calls goes on
-                yield RunFinished(reason)
+                yield _finished(trace, reason, await account.close() if account is not None else None)
                 return
 
         logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
@@ -292,20 +323,30 @@ async def run_agent(
         yield TextStart(notice)
         yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
         yield TextEnd(notice)
-        yield RunFinished("other")
+        yield _finished(trace, "other", await account.close() if account is not None else None)
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
-        yield RunFailed(SHUTTING_DOWN, code="server_shutdown")
+        yield _failed(trace, SHUTTING_DOWN, "server_shutdown")
     except PromptLeak:  # logged by the guard, with its position and length only
-        yield RunFailed(PROMPT_LEAK_MESSAGE, code="prompt_leak")
+        yield _failed(trace, PROMPT_LEAK_MESSAGE, "prompt_leak")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
-        yield RunFailed(exc.public_message, code=exc.code)
+        yield _failed(trace, exc.public_message, exc.code)
     except RunError as exc:
-        yield RunFailed(str(exc), code="run_error")
+        yield _failed(trace, str(exc), "run_error")
+    except BudgetExceeded as exc:
+        logger.info("agent %r run %r: %s", agent.name, run_input.run_id, exc.message)
+        yield _failed(trace, exc.message, "budget_exceeded")
+    except RequestError as exc:  # the budgets could not be checked
+        yield _failed(trace, exc.message, exc.code)
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
-        yield RunFailed("An internal error occurred.", code="internal_error")
+        yield _failed(trace, "An internal error occurred.", "internal_error")
+    finally:
+        if account is not None:
+            account.finish()  # a run that did not reach RunFinished is recorded too
+        if trace is not None:
+            trace.end()
 
 
 def _may_trim_further(budget: ContextBudget | None, view: ContextView | None, exc: BaseException) -> bool:
@@ -340,6 +381,18 @@ def _dropped(
         metrics.count_dropped_turns(agent.name, budget.strategy, view.dropped_turns)
 
 
+def _finished(trace: RunTrace | None, reason: FinishReason, cost_usd: float | None) -> RunFinished:
+    if trace is not None:
+        trace.finished(reason)
+    return RunFinished(reason, cost_usd=cost_usd)
+
+
+def _failed(trace: RunTrace | None, message: str, code: str) -> RunFailed:
+    if trace is not None:
+        trace.failed(code, message)
+    return RunFailed(message, code=code)
+
+
 class RunError(ChatgateError):
     """A run cannot go on; the message is safe for the client and the detail is already logged."""
 
@@ -348,7 +401,9 @@ class ServerStopping(ChatgateError):
     """The server is shutting down: the run ends now, in protocol."""
 
 
-async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list[Message]) -> AsyncIterator[RunEvent]:
+async def _settle_pending_calls(
+    agent: Agent, run_input: RunInput, history: list[Message], trace: RunTrace | None = None
+) -> AsyncIterator[RunEvent]:
     """Give every unanswered server tool call in the history a result before the model is called.
 
     A call with a valid approval runs, or is reported denied, and the client sees the outcome; the same
@@ -370,7 +425,7 @@ async def _settle_pending_calls(agent: Agent, run_input: RunInput, history: list
         if approval is None:
             history.insert(insert_at, ToolMessage(call.tool_call_id, NOT_RUN, is_error=True))
         else:
-            event = await _answer(agent, call, approval)
+            event = await _answer(agent, call, approval, trace)
         if event is not None:
             history.insert(insert_at, tool_message(event))
             yield event
@@ -390,31 +445,50 @@ def _verified_approval(agent: Agent, run_input: RunInput, call: ToolCallPart) ->
     return None
 
 
-async def _answer(agent: Agent, call: ToolCallPart, approval: ApprovalResponse) -> ApprovalOutcome:
+async def _answer(
+    agent: Agent, call: ToolCallPart, approval: ApprovalResponse, trace: RunTrace | None = None
+) -> ApprovalOutcome:
     """Claim the approval, then run the tool (or deny it), then record the outcome; or the first outcome."""
+    span = trace.approval(call) if trace is not None else None
     try:
         claim = await agent.approval_ledger.claim(approval.approval_id, scope=agent.approval_scope)
     except ApprovalLedgerError as exc:
         logger.error(
             "agent %r: approval ledger unavailable, tool call %r not run: %s", agent.name, call.tool_call_id, exc
         )
+        if span is not None:
+            span.ended(ToolResult(call.tool_call_id, APPROVALS_UNAVAILABLE, is_error=True), "unavailable")
         raise RunError(APPROVALS_UNAVAILABLE) from exc
     if isinstance(claim, Settled):
+        if span is not None:
+            span.ended(None, "replayed")
         return claim.outcome
     if isinstance(claim, Pending):
         logger.warning("agent %r: approval for tool call %r is already being answered", agent.name, call.tool_call_id)
+        if span is not None:
+            span.ended(None, "already_answering")
         return ToolResult(call.tool_call_id, ALREADY_ANSWERING, is_error=True)
     # Shielded: a client hanging up mid-tool must not stop the outcome being recorded for its replay.
-    task = asyncio.ensure_future(_run_and_record(agent, call, approval, claim))
+    task = asyncio.ensure_future(_run_and_record(agent, call, approval, claim, trace, span))
     _answering.add(task)
     task.add_done_callback(_answering.discard)
     return await asyncio.shield(task)
 
 
 async def _run_and_record(
-    agent: Agent, call: ToolCallPart, approval: ApprovalResponse, claim: Claimed
+    agent: Agent,
+    call: ToolCallPart,
+    approval: ApprovalResponse,
+    claim: Claimed,
+    trace: RunTrace | None = None,
+    span: ToolTrace | None = None,
 ) -> ApprovalOutcome:
-    outcome = await _call(agent, call) if approval.approved else ToolDenied(call.tool_call_id, approval.reason)
+    if approval.approved:
+        outcome: ApprovalOutcome = await _call(agent, call, trace, span)
+    else:
+        outcome = ToolDenied(call.tool_call_id, approval.reason)
+    if span is not None:
+        span.ended(None, "approved" if approval.approved else "denied")
     try:
         await agent.approval_ledger.record(claim, outcome)
     except ApprovalLedgerError as exc:
@@ -423,9 +497,15 @@ async def _run_and_record(
     return outcome
 
 
-async def _call(agent: Agent, call: ToolCallPart) -> ToolResult:
+async def _call(
+    agent: Agent, call: ToolCallPart, trace: RunTrace | None = None, within: ToolTrace | None = None
+) -> ToolResult:
+    span = trace.tool_call(call, within) if trace is not None else None
     outcome = await agent.server_tools[call.name].call(call.arguments)
-    return ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
+    result = ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
+    if span is not None:
+        span.ended(result)
+    return result
 
 
 def tool_message(event: ToolResult | ToolDenied, *, message_id: str = "") -> ToolMessage:

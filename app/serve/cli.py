@@ -131,11 +131,27 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         from chatgate.serve.workers import serve_workers
 
+        warn_budgets_per_process(config, args.workers)
+
         return serve_workers(args.workers, config, config_path, settings, GracefulServer)
     app = create_app(config, config_path=config_path)
     prepare_for_serving()
     GracefulServer(uvicorn.Config(app, **settings), app.state.stopping).run()
     return 0
+
+
+def warn_budgets_per_process(config: Config, workers: int) -> None:
+    """Warn that budgets without ``redis_url`` are counted in each of ``workers`` processes alone."""
+    budgets = [f"key {key.id!r}" for key in config.keys if key.budget is not None]
+    budgets += [f"agent {name!r}" for name, agent in config.agents.items() if agent.budget is not None]
+    if budgets and config.server.redis_url is None:
+        logging.getLogger("chatgate.usage").warning(
+            "BUDGETS ARE PER PROCESS: %s have budgets but no [server] redis_url is set, so each of the %d"
+            " workers counts its own spend and together they may spend up to %dx a budget; set redis_url",
+            ", ".join(budgets),
+            workers,
+            workers,
+        )
 
 
 ALLOW_UNAUTHENTICATED_ENV = "CHATGATE_ALLOW_UNAUTHENTICATED"

@@ -24,13 +24,14 @@ from chatgate.store.base import (
     UnknownThread,
 )
 from chatgate.store.postgres import PostgresEngine
-from chatgate.store.sql import SqlThreadStore
+from chatgate.store.sql import Engine, SqlThreadStore
 from chatgate.store.sqlite import SqliteEngine, sqlite_path
 
 __all__ = [
     "BUSY_RETRY_AFTER",
     "STALE_RUN_SECONDS",
     "AuditEntry",
+    "Engine",
     "MessageStatus",
     "NewMessage",
     "RunningTurn",

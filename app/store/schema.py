@@ -72,4 +72,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TABLE approvals",
         "ALTER TABLE approvals_by_thread RENAME TO approvals",
     ),
+    # 3: usage, one row per run (app/usage/ledger.py); ``day`` is the UTC day of ``at``, for grouping.
+    (
+        """CREATE TABLE usage (
+            at DOUBLE PRECISION NOT NULL,
+            day TEXT NOT NULL,
+            key_id TEXT,
+            person TEXT,
+            agent TEXT NOT NULL,
+            thread_id TEXT,
+            run_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            calls BIGINT NOT NULL,
+            unreported_calls BIGINT NOT NULL,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            reasoning_tokens BIGINT,
+            cached_input_tokens BIGINT,
+            cost_usd DOUBLE PRECISION
+        )""",
+        "CREATE INDEX usage_by_time ON usage (at)",
+        "CREATE INDEX usage_by_caller ON usage (key_id, person, at)",
+    ),
 )

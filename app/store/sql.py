@@ -77,6 +77,11 @@ class SqlThreadStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
+    @property
+    def engine(self) -> Engine:
+        """The engine, for the other tables kept in this database (the usage ledger, app/usage/)."""
+        return self._engine
+
     async def migrate(self) -> int:
         """Apply the migrations this database has not seen; returns the schema version."""
         async with self._engine.transaction() as tx:

@@ -6,18 +6,22 @@ and ``logs.py`` (the request id on every log line, text or JSON lines). Tracing 
 comes; no other stage imports an exporter.
 """
 
-from chatgate.telemetry.logs import loggable, logging_config
+from chatgate.telemetry.logs import REQUEST_TRACE, RequestTrace, loggable, logging_config, redact_url
 from chatgate.telemetry.mcp_metrics import MCPMetrics
-from chatgate.telemetry.metrics import Metrics, StreamMeter, metrics_endpoint
+from chatgate.telemetry.metrics import Metrics, StreamMeter, error_kind, metrics_endpoint
 from chatgate.telemetry.observe import label_request, observe_request
 
 __all__ = [
+    "REQUEST_TRACE",
     "MCPMetrics",
     "Metrics",
+    "RequestTrace",
     "StreamMeter",
+    "error_kind",
     "label_request",
     "loggable",
     "logging_config",
     "metrics_endpoint",
     "observe_request",
+    "redact_url",
 ]

@@ -25,10 +25,12 @@ from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "REQUEST_ID",
+    "REQUEST_TRACE",
     "JsonFormatter",
     "LogFormat",
     "RedactFilter",
     "RequestIdFilter",
+    "RequestTrace",
     "loggable",
     "logging_config",
     "new_request_id",
@@ -41,7 +43,20 @@ LogFormat: TypeAlias = Literal["text", "json"]
 REQUEST_ID: ContextVar[str] = ContextVar("chatgate_request_id", default="-")
 """The id of the request being handled, ``-`` outside one."""
 
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
+
+class RequestTrace:
+    """The trace id of the request being handled, once its span has started (``""`` until then)."""
+
+    __slots__ = ("trace_id",)
+
+    def __init__(self) -> None:
+        self.trace_id = ""
+
+
+REQUEST_TRACE: ContextVar[RequestTrace | None] = ContextVar("chatgate_request_trace", default=None)
+"""Set per request (app/telemetry/observe.py); the chat endpoint fills in the trace id when tracing is on."""
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s%(trace)s]: %(message)s"
 _WELL_FORMED = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
@@ -56,12 +71,21 @@ def new_request_id() -> str:
 
 
 class RequestIdFilter(logging.Filter):
-    """Puts the current request id on every record as ``record.request_id``; never drops a record."""
+    """Puts the current request id on every record as ``record.request_id``; never drops a record.
+
+    With tracing on, a chat request's lines also get its trace id: ``record.trace_id``, and ``record.trace``
+    (`` trace=<id>`` for the text format, ``""`` otherwise).
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Add ``request_id`` (a record that already has one keeps it)."""
+        """Add ``request_id`` and the trace id (a record that already has them keeps them)."""
         if not hasattr(record, "request_id"):
             record.request_id = REQUEST_ID.get()
+        if not hasattr(record, "trace"):
+            request_trace = REQUEST_TRACE.get()
+            trace_id = request_trace.trace_id if request_trace is not None else ""
+            record.trace_id = trace_id
+            record.trace = f" trace={trace_id}" if trace_id else ""
         return True
 
 
@@ -130,6 +154,9 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             "request_id": getattr(record, "request_id", REQUEST_ID.get()),
         }
+        trace_id = getattr(record, "trace_id", "")
+        if trace_id:
+            entry["trace_id"] = trace_id
         if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
             _client, method, path, _version, status = record.args
             entry.update(method=method, path=path, status=status)

@@ -115,8 +115,21 @@ class Metrics:
         )
         self.tokens = Counter(
             "chatgate_model_tokens",
-            "Tokens the provider reported, by type input or output (OTel gen_ai.client.token.usage)",
+            "Tokens the provider reported, by type input, output, reasoning or cached_input"
+            " (OTel gen_ai.client.token.usage; reasoning is part of output, cached_input of input)",
             ["provider", "agent", "type"],
+            registry=registry,
+        )
+        self.cost = Counter(
+            "chatgate_model_cost_usd",
+            "US dollars the model calls cost, priced by genai-prices or [pricing] (unpriced calls add nothing)",
+            ["agent"],
+            registry=registry,
+        )
+        self.unreported_usage = Counter(
+            "chatgate_model_calls_without_usage",
+            "Model calls whose provider reported no usage (counted in no token total and no budget)",
+            ["provider", "agent"],
             registry=registry,
         )
         self.system_messages_stripped = Counter(
@@ -223,6 +236,12 @@ class ModelCallMeter:
         if usage is not None:
             metrics.tokens.labels(*labels, "input").inc(max(usage.input_tokens, 0))
             metrics.tokens.labels(*labels, "output").inc(max(usage.output_tokens, 0))
+            if usage.reasoning_tokens:
+                metrics.tokens.labels(*labels, "reasoning").inc(usage.reasoning_tokens)
+            if usage.cached_input_tokens:
+                metrics.tokens.labels(*labels, "cached_input").inc(usage.cached_input_tokens)
+        elif error is None:
+            metrics.unreported_usage.labels(*labels).inc()
         if error is None:
             kind = ""
         elif isinstance(error, Exception):

@@ -4,8 +4,9 @@
 and errors get the header too. It sees only the response's start: a stream's body goes to the
 server's own ``send`` (app/web/sse.py), so nothing here runs per event.
 
-The chat endpoint names its protocol and agent in the scope (``label_request``); other routes count
-with both empty. The ``key`` label is the caller's key id, never the key.
+It also opens the request's ``RequestTrace`` slot, which a traced chat request fills with its trace id
+for the log lines (app/telemetry/logs.py). The chat endpoint names its protocol and agent in the scope
+(``label_request``); other routes count with both empty. The ``key`` label is the caller's key id, never the key.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chatgate.caller import caller_of
-from chatgate.telemetry.logs import REQUEST_ID, new_request_id, valid_request_id
+from chatgate.telemetry.logs import REQUEST_ID, REQUEST_TRACE, RequestTrace, new_request_id, valid_request_id
 from chatgate.telemetry.metrics import Metrics, key_label
 
 __all__ = ["REQUEST_ID_HEADER", "label_request", "observe_request"]
@@ -47,7 +48,9 @@ async def observe_request(scope: Scope, receive: Receive, send: Send, app: ASGIA
         await send(message)
 
     token = REQUEST_ID.set(request_id)
+    trace_token = REQUEST_TRACE.set(RequestTrace())
     try:
         await app(scope, receive, send_with_id)
     finally:
+        REQUEST_TRACE.reset(trace_token)
         REQUEST_ID.reset(token)

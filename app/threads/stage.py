@@ -41,6 +41,8 @@ from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.plan import nothing_to_answer, plan_turn
 from chatgate.threads.recovery import RunRecovery
 from chatgate.threads.run import ThreadRun, TurnRecorder
+from chatgate.tracing import RunTrace
+from chatgate.usage import RunAccount
 
 __all__ = ["MAX_THREAD_ID", "ThreadServices", "ThreadTurn", "open_thread_turn", "thread_agent"]
 
@@ -87,11 +89,15 @@ async def open_thread_turn(
     *,
     protocol: UIProtocol,
     config: Config,
+    account: RunAccount | None = None,
+    trace: RunTrace | None = None,
 ) -> ThreadTurn:
     """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
 
     ``services`` is None when no store is open; ``config`` is the agents' config (it may have been reloaded).
     A thread held by a run whose producer died is first recovered (``services.recovery``, recovery.py).
+    ``account`` records the run's usage; ``trace`` (tracing on) is the run's span: the detached run ends it,
+    not the request.
     """
     if services is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
@@ -189,7 +195,7 @@ async def open_thread_turn(
         store,
         thread,
         run_key,
-        run_agent(model_agent, model_input, stopping=services.stopping, metrics=metrics),
+        run_agent(model_agent, model_input, stopping=services.stopping, metrics=metrics, account=account, trace=trace),
         recorder,
         writer,
         encode=partial(protocol.encode, encode_input, agent.config),

@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ from starlette.types import Receive, Scope, Send
 
 from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
 from chatgate.approvals import app_approvals, approval_scope
-from chatgate.caller import caller_of
-from chatgate.config import Config, ConfigWatcher, default_config
+from chatgate.caller import Caller, caller_of
+from chatgate.config import Budget, Config, ConfigWatcher, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
 from chatgate.mcp import MCPServers
@@ -45,12 +46,16 @@ from chatgate.threads import (
     open_thread_turn,
     sweep_dead_runs,
 )
+from chatgate.tracing import start_telemetry
+from chatgate.usage import PersonBudget, Pricing, UsageAccounts, run_account
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
+from chatgate.web.chat_request import trace_chat, traced_refusals
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import add_check, readyz
 from chatgate.web.runs import app_run_log, resume_endpoint, stop_routes
 from chatgate.web.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.web.threads import thread_routes
+from chatgate.web.usage import usage_routes
 
 __all__ = ["ChatgateApp", "create_app"]
 
@@ -108,10 +113,12 @@ def create_app(
     *,
     protocols: Sequence[UIProtocol] | None = None,
     config_path: Path | None = None,
+    person_budget: PersonBudget | None = None,
 ) -> Starlette:
     """The chatgate ASGI app for ``config`` (the built-in default agent when None).
 
     With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/config/reload.py).
+    ``person_budget`` gives a named person's budget (the identity layer's ``[auth.jwt.budget]``).
     """
     config = config if config is not None else default_config()
     protocols = list(protocols) if protocols is not None else discover_protocols()
@@ -141,6 +148,15 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
+            # Usage rows go to the store (else memory), budget counters to Redis (else this process).
+            app.state.usage = UsageAccounts.open(
+                app.state.store.engine if app.state.store is not None else None,
+                app.state.redis,
+                Pricing(config.pricing),
+                app.state.metrics,
+                fail_open=config.server.redis_failure == "open",
+                person_budget=person_budget or partial(_jwt_person_budget, app),
+            )
             if app.state.store is not None:
                 names = [protocol.name for protocol in protocols]
                 app.state.recovery = RunRecovery(app.state.store, app.state.run_log, names)
@@ -183,6 +199,8 @@ def create_app(
                 await mcp.aclose()
                 if app.state.redis is not None:
                     await app.state.redis.aclose()
+                if app.state.telemetry is not None:
+                    await app.state.telemetry.shutdown()
 
     routes: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
@@ -197,7 +215,7 @@ def create_app(
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols)
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes()
 
     app = ChatgateApp(
         routes=routes,
@@ -215,6 +233,8 @@ def create_app(
     # Set when the server starts shutting down (see app/serve/cli.py): running streams then end in protocol.
     app.state.stopping = asyncio.Event()
     app.state.metrics = Metrics()
+    # Bound at start, like Redis: a reload that changes [telemetry] takes effect on restart.
+    app.state.telemetry = start_telemetry(config.telemetry, app.state.metrics.registry)
     app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
     app.state.thread_runs = set()
     app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
@@ -265,6 +285,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         caller = caller_of(request)
         agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
+        trace = trace_chat(request, agent, protocol.name, caller)  # None when tracing is off
         _check_content_type(request)
         settings = registry.config.server
         body = await read_body(request, settings)
@@ -279,18 +300,38 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
             )
 
+        # Over budget: a plain 429 before any byte of the stream (app/usage/).
+        account = run_account(request.app.state.usage, registry.config, caller, agent.name, run_input)
+        await account.precheck()
+
         async def start() -> EventStreamResponse:
             if stored:
                 turn = await open_thread_turn(
-                    request.app.state.threads, agent, caller, run_input, protocol=protocol, config=registry.config
+                    request.app.state.threads,
+                    agent,
+                    caller,
+                    run_input,
+                    protocol=protocol,
+                    config=registry.config,
+                    account=account,
+                    trace=trace,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
+                if run is None and trace is not None:  # a hydrate or a follow: this request started no run
+                    trace.end()
             else:
                 # Approvals issued to this key (and end user) are answerable by it alone.
                 owned = agent
                 if caller.owner:
                     owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
-                events = run_agent(owned, run_input, stopping=request.app.state.stopping, metrics=metrics)
+                events = run_agent(
+                    owned,
+                    run_input,
+                    stopping=request.app.state.stopping,
+                    metrics=metrics,
+                    account=account,
+                    trace=trace,
+                )
                 frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(
                 frames,
@@ -303,7 +344,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]
 
-    return chat
+    return traced_refusals(chat)
 
 
 def _check_content_type(request: Request) -> None:
@@ -380,3 +421,9 @@ def _internal_error() -> JSONResponse:
 
 async def _unexpected_error_response(scope: Scope, receive: Receive, send: Send) -> None:
     await _internal_error()(scope, receive, send)
+
+
+def _jwt_person_budget(app: Starlette, caller: Caller) -> Budget | None:
+    """``[auth.jwt.budget]`` for a signed-in person, read from the config in force (it follows reloads)."""
+    jwt = app.state.agents.config.auth.jwt
+    return jwt.budget if caller.person is not None and jwt is not None else None

@@ -195,6 +195,23 @@ async def test_usage_is_summed_into_run_finished() -> None:
     ]
 
 
+async def test_run_finished_carries_the_reported_details_and_the_runs_cost() -> None:
+    usage = (Usage(10, 4, reasoning_tokens=1, cached_input_tokens=6), Usage(5, 2, cached_input_tokens=1))
+    frames = await encode(*usage, RunFinished("stop", cost_usd=0.5))
+    assert frames[-1]["usage"] == [
+        {
+            "provider": "builtin",
+            "model": "echo",
+            "inputTokens": 15,
+            "outputTokens": 6,
+            "totalTokens": 21,
+            "reasoningTokens": 1,
+            "cachedInputTokens": 7,
+            "costUsd": 0.5,
+        }
+    ]
+
+
 async def test_a_failure_closes_everything_open_then_ends_with_run_error() -> None:
     frames = await encode(
         StepStarted("s1"),

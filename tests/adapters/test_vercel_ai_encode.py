@@ -75,6 +75,9 @@ def step(*events: RunEvent, reason: Any = "stop") -> list[RunEvent]:
 TEXT = [TextStart("t1"), TextDelta("t1", "Hello "), TextDelta("t1", 'the "world"'), TextEnd("t1")]
 
 
+USAGE_3_2 = {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}
+
+
 async def test_a_text_turn() -> None:
     chunks = await encode([*step(*TEXT, Usage(3, 2)), RunFinished("stop")])
     assert chunks[0]["type"] == "start"
@@ -85,7 +88,8 @@ async def test_a_text_turn() -> None:
         {"type": "text-delta", "id": "t1", "delta": 'the "world"'},
         {"type": "text-end", "id": "t1"},
         {"type": "finish-step"},
-        {"type": "finish", "finishReason": "stop"},
+        # the run's usage as the provider reported it, for useChat's message.metadata
+        {"type": "finish", "finishReason": "stop", "messageMetadata": {"usage": USAGE_3_2}},
     ]
 
 
@@ -267,3 +271,24 @@ def test_the_response_headers() -> None:
         "x-vercel-ai-ui-message-stream": "v1",
         "x-accel-buffering": "no",
     }
+
+
+async def test_the_finish_carries_the_runs_usage_and_cost_in_every_version() -> None:
+    for version in ("v5", "v6", "v7"):
+        usage = Usage(10, 4, reasoning_tokens=1, cached_input_tokens=6)
+        finish = (await encode([*step(*TEXT, usage), RunFinished("stop", cost_usd=0.25)], version))[-1]
+        assert finish["messageMetadata"] == {
+            "usage": {
+                "inputTokens": 10,
+                "outputTokens": 4,
+                "totalTokens": 14,
+                "reasoningTokens": 1,
+                "cachedInputTokens": 6,
+            },
+            "costUsd": 0.25,
+        }
+
+
+async def test_a_run_with_no_usage_reported_has_no_metadata() -> None:
+    finish = (await encode([*step(*TEXT), RunFinished("stop")]))[-1]
+    assert "messageMetadata" not in finish

@@ -38,6 +38,7 @@ def test_roles_alternate_and_user_words_are_kept(history: list[Message]) -> None
     assert sent == _rewritten(history)  # the fast path answers as the full rewrite does
     for before, after in pairwise(sent):
         assert not (isinstance(before, UserMessage) and isinstance(after, UserMessage))
+        assert not (isinstance(before, SystemMessage) and isinstance(after, SystemMessage))
         if isinstance(before, AssistantMessage) and isinstance(after, AssistantMessage):
             assert before.tool_calls  # only a call's results may follow it, never another answer
     first = next((m for m in sent if not isinstance(m, SystemMessage)), None)
@@ -51,3 +52,9 @@ def test_roles_alternate_and_user_words_are_kept(history: list[Message]) -> None
         if part.text != "(The conversation so far follows.)"
     ]
     assert kept == said
+
+
+def test_consecutive_system_messages_go_as_one_in_order() -> None:
+    """The agent's prompt and the leak guard's canary notice: Gemma's template takes one system message."""
+    history = [SystemMessage("Be brief.", id="p"), SystemMessage("Marker: x1"), UserMessage((TextPart("hi"),))]
+    assert alternate_roles(history) == (SystemMessage("Be brief.\n\nMarker: x1", id="p"), history[2])

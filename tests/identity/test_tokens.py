@@ -376,3 +376,20 @@ def test_without_page_client_id_the_page_signs_nobody_in(gate: Chatgate) -> None
     response = httpx.get(f"{gate.url}/sign-in.json")
     assert response.status_code == 404 and "page_client_id" in response.json()["error"]["message"]
     assert "connect-src 'self';" in httpx.get(f"{gate.url}/").headers["content-security-policy"]
+
+
+def test_a_persons_budget_from_auth_jwt_is_theirs_alone(
+    oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate]
+) -> None:
+    # builtin:echo reports its usage; "hi" costs well over 5 tokens, so one answer spends the day's budget.
+    gate = chatgate_for(token_config(oidc_provider.issuer, budget={"tokens_per_day": 5}))
+    alice, bob = oidc_provider.token("alice"), oidc_provider.token("bob")
+    assert gate.run(alice).status_code == 200
+    refused = gate.run(alice)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
+    assert f"{oidc_provider.issuer}#alice" in refused.json()["error"]["message"]
+    assert refused.headers["retry-after"].isdigit()
+    assert gate.run(bob).status_code == 200  # another person's budget is untouched
+    mine = httpx.get(f"{gate.url}/usage/me", headers={"authorization": f"Bearer {bob}"})
+    assert mine.status_code == 200, mine.text
+    assert f"{oidc_provider.issuer}#alice" not in mine.text

@@ -80,14 +80,14 @@ def test_the_canary_reaches_the_model_and_never_the_client(serve: Serve) -> None
         """Answers with the canary it was sent, spaced out, inside an otherwise harmless answer."""
 
         async def reply_to(self, request: Recorded) -> Reply:
-            marker = request.body["messages"][1]["content"].rsplit(" ", 1)[1]
+            marker = request.body["messages"][0]["content"].rsplit(" ", 1)[1]
             return leaking_reply(f"My marker is {' '.join(marker.upper())} - ok", piece=2)
 
     with fake_in_thread(fake=EchoesTheCanary()) as fake:
         url = serve(config(fake.url, leak_guard={"canary": True}))
         first = httpx.post(f"{url}/agents/bot/ag-ui", json=ag_ui_body("t1", "hi"))
         second = httpx.post(f"{url}/agents/bot/ag-ui", json=ag_ui_body("t1", "hi"))
-    markers = [body["messages"][1]["content"].rsplit(" ", 1)[1] for body in fake.bodies]
+    markers = [body["messages"][0]["content"].rsplit(" ", 1)[1] for body in fake.bodies]
     assert len(fake.requests) == 2 and markers[0] != markers[1]
     for response, marker in zip((first, second), markers, strict=True):
         text = shown_text(sse(response), "ag-ui")[0]

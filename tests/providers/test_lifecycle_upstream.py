@@ -118,8 +118,7 @@ INSTRUCTIONS = "Answer in French."
 INSTRUCTED: dict[str, dict[str, Any]] = {
     "openai": {
         "messages": [
-            {"role": "system", "content": PROMPT},
-            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "system", "content": f"{PROMPT}\n\n{INSTRUCTIONS}"},  # one: strict templates take one
             {"role": "user", "content": "Hi"},
         ]
     },
@@ -129,8 +128,7 @@ INSTRUCTED: dict[str, dict[str, Any]] = {
     },
     "ollama": {
         "messages": [
-            {"role": "system", "content": PROMPT},
-            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "system", "content": f"{PROMPT}\n\n{INSTRUCTIONS}"},  # one: strict templates take one
             {"role": "user", "content": "Hi"},
         ]
     },

@@ -9,9 +9,11 @@ import pytest
 
 from chatgate.config import Config
 from tests.conftest import make_config
-from tests.realmodel.llama import LlamaServer, running_llama_server
+from tests.realmodel.llama import GEMMA, LlamaServer, running_llama_server
 
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
+GEMMA_CONTEXT = 256  # llama.cpp rounds a context up to a multiple of 256: asking for less gives this
+"""The ``gemma`` server's one slot: small, so that a thread of short turns outgrows it within a few turns."""
 
 
 @pytest.fixture(scope="session")
@@ -21,8 +23,22 @@ def llama() -> Iterator[LlamaServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def gemma() -> Iterator[LlamaServer]:
+    """A second ``llama-server`` rendering with Gemma 3's strict chat template: one slot of 256 tokens."""
+    with running_llama_server(template=GEMMA, slot_context=GEMMA_CONTEXT, slots=1) as server:
+        yield server
+
+
 def llama_config(
-    llama: LlamaServer | str, wire: str, *, max_tokens: int = 6, extra: Any = None, store: Any = None, **agent: Any
+    llama: LlamaServer | str,
+    wire: str,
+    *,
+    max_tokens: int = 6,
+    extra: Any = None,
+    store: Any = None,
+    server: Any = None,
+    **agent: Any,
 ) -> Config:
     """One default agent ``bot`` on ``llama`` (or a URL) through ``wire`` (``openai``/``anthropic``), greedy, short."""
     url = llama if isinstance(llama, str) else llama.url
@@ -31,4 +47,6 @@ def llama_config(
     settings = {"max_tokens": max_tokens, "temperature": 0, "extra_body": extra if extra is not None else NO_THINKING}
     bot = {"model": "llama:gemma-3-270m", "default": True, "model_settings": settings, **agent}
     top = {"store": store} if store is not None else {}
+    if server is not None:
+        top["server"] = server
     return make_config({"bot": bot}, providers={"llama": provider}, **top)

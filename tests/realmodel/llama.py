@@ -35,6 +35,7 @@ __all__ = ["LlamaServer", "installed_llama_server", "running_llama_server"]
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = "Qwen-Qwen3-0.6B.jinja"
 REASONING = "Qwen-QwQ-32B.jinja"
+GEMMA = "gemma3.jinja"
 SLOT_CONTEXT = 1024
 SLOTS = 2
 
@@ -78,9 +79,20 @@ def installed_llama_server() -> dict[str, Path]:
     return {key: Path(value) for key, value in pairs}
 
 
+def template_path(template: str, shipped: Path) -> Path:
+    """``GEMMA`` is ours (tests/realmodel/gemma3.jinja); any other name is one of those llama.cpp ships."""
+    return Path(__file__).with_name(template) if template == GEMMA else shipped / template
+
+
 @contextmanager
-def running_llama_server(*, template: str = TEMPLATE, threads: int = 1) -> Iterator[LlamaServer]:
-    """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded."""
+def running_llama_server(
+    *, template: str = TEMPLATE, threads: int = 1, slot_context: int = SLOT_CONTEXT, slots: int = SLOTS
+) -> Iterator[LlamaServer]:
+    """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded.
+
+    ``template=GEMMA`` renders with Gemma 3's own chat template, which refuses two messages of the same
+    role in a row (the model file at hand carries none, so llama.cpp would fall back to a lenient one).
+    """
     paths = installed_llama_server()
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="chatgate-llama-") as workdir:
@@ -88,9 +100,9 @@ def running_llama_server(*, template: str = TEMPLATE, threads: int = 1) -> Itera
         args = [
             str(paths["LLAMA_SERVER"]),
             *("--model", str(paths["LLAMA_MODEL"]), "--host", "127.0.0.1", "--port", str(port)),
-            *("--ctx-size", str(SLOT_CONTEXT * SLOTS), "--parallel", str(SLOTS), "--threads", str(threads)),
-            *("--threads-batch", str(threads), "--jinja"),
-            *("--chat-template-file", str(paths["LLAMA_TEMPLATES"] / template), "--no-repack"),
+            *("--ctx-size", str(slot_context * slots), "--parallel", str(slots), "--threads", str(threads)),
+            *("--threads-batch", str(threads), "--jinja", "--no-repack"),
+            *("--chat-template-file", str(template_path(template, paths["LLAMA_TEMPLATES"]))),
             *("--reasoning-format", "deepseek", "--metrics", "--slots", "--log-prompts-dir", str(prompts_dir)),
             *("--seed", "7", "--no-warmup"),
         ]

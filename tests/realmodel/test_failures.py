@@ -1,8 +1,9 @@
 """How a real model server fails, and that each failure ends in-protocol with its detail in chatgate's log.
 
 A hang-up cancels the model's work (its ``/metrics`` shows no request processing and no more decode
-steps); context overflow and a bad parameter are the server's own 400s; a server that is down or killed
-mid-answer ends the run in ``RUN_ERROR`` / ``error`` + ``finish``, never a hung or cut stream.
+steps); context overflow (``context_length_exceeded``) and a bad parameter are the server's own 400s;
+a server that is down or killed mid-answer ends the run in ``RUN_ERROR`` / ``error`` + ``finish``, never a
+hung or cut stream.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from chatgate.context.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 from tests.providers.test_ui_clients import Serve, ag_ui, use_chat
 from tests.realmodel.conftest import NO_THINKING, llama_config
 from tests.realmodel.llama import LlamaServer, running_llama_server
@@ -68,11 +70,11 @@ def test_context_overflow_ends_in_protocol_with_the_servers_detail_logged(
     url = serve(llama_config(llama, wire, max_tokens=4))
     long = [{"id": "u1", "role": "user", "content": "word " * 3000}]  # far more than a 1024-token slot
     result = ag_ui(url, long)
-    # The server's length refusal is recognized (issue 31): the specific code, not a generic rejection.
-    assert result["events"][-1]["type"] == "RUN_ERROR"
-    assert result["events"][-1]["code"] == "context_length_exceeded"
+    last = result["events"][-1]  # llama.cpp's exceed_context_size_error, recognized (issue 31)
+    assert last["type"] == "RUN_ERROR" and last["code"] == CONTEXT_LENGTH_EXCEEDED and last["message"] == CONTEXT_FULL
     chat = use_chat(url, 6, [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "word " * 3000}]}])
     assert [c["type"] for c in chat["chunks"]][-3:] == ["error", "finish-step", "finish"]
+    assert {"type": "error", "errorText": CONTEXT_FULL} in chat["chunks"]
     assert "exceed" in caplog.text and "context" in caplog.text
 
 

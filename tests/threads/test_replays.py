@@ -6,10 +6,9 @@ counting what actually ran: the model calls the fake upstream received over HTTP
 (lines in its file) and the rows in the store. The servers are shared by the module; each test has a
 thread of its own.
 
-Still to come with the llama.cpp model server in the suite: the issue's own reproduction on a real model
-(an approved server tool, the same approval sent again in both protocols: no new upstream request and
-rows ``user, tool call, tool result, assistant``; then a next user turn on Gemma's strict chat template,
-which refuses two assistant messages in a row, answered).
+The issue's own reproduction on the real model server is tests/realmodel/test_replays.py (an approved
+server tool, the same approval sent again in both protocols: no new llama-server request, rows ``user,
+tool call, tool result, assistant``; then a next user turn on Gemma's strict chat template, answered).
 """
 
 from __future__ import annotations

@@ -1,0 +1,297 @@
+"""The spans of one run, per the OpenTelemetry GenAI semantic conventions (``SEMCONV_VERSION``).
+
+``RunTrace`` is the ``invoke_agent {agent}`` span of one chat request (or of a detached run on a stored
+thread, which outlives its request); the runner reports to it once per model call (``chat {model}``),
+server tool call (``execute_tool {tool}``) and approval (``approval {tool}``). Children name their
+parent explicitly: the runner is an async generator, and an attached OpenTelemetry context would not
+survive its suspensions. Nothing here runs per token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from chatgate.caller import Caller
+from chatgate.config import AgentConfig
+from chatgate.errors import ProviderError, RequestError
+from chatgate.events import ModelFinished, ToolDenied, ToolResult, Usage
+from chatgate.history import AssistantMessage, ToolCallPart
+from chatgate.telemetry import REQUEST_TRACE, error_kind
+from chatgate.tracing.content import messages_json, span_text
+
+if TYPE_CHECKING:
+    from chatgate.providers import ModelRequest
+    from chatgate.run_input import RunInput
+    from chatgate.tracing.setup import Telemetry
+
+__all__ = ["SEMCONV_VERSION", "ModelCallTrace", "RunTrace", "ToolTrace", "TracedAgent"]
+
+
+class _TracedPrompt(Protocol):
+    @property
+    def is_static(self) -> bool: ...
+
+    @property
+    def template(self) -> str: ...
+
+
+class TracedAgent(Protocol):
+    """What a run's span reads of its agent (``chatgate.run.Agent``): tracing sits below ``run``."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        ...
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration."""
+        ...
+
+    @property
+    def prompt(self) -> _TracedPrompt | None:
+        """Its system prompt template, if any."""
+        ...
+
+
+SEMCONV_VERSION = "1.37.0"
+"""The OpenTelemetry semantic conventions version whose GenAI spans these follow."""
+
+# model_settings names (each API's own) -> the conventions' request attributes.
+_SETTINGS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",
+    "num_predict": "gen_ai.request.max_tokens",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "seed": "gen_ai.request.seed",
+    "stop": "gen_ai.request.stop_sequences",
+    "stop_sequences": "gen_ai.request.stop_sequences",
+}
+_MAX_HEADER_CHARS = 256
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+class RunTrace:
+    """The ``invoke_agent`` span of one run, and the parent of its model call, tool and approval spans."""
+
+    __slots__ = ("_agent", "_context", "_ended", "_tracer", "capture_content", "span", "trace_id")
+
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        agent: TracedAgent,
+        *,
+        protocol: str,
+        caller: Caller,
+        headers: Mapping[str, str],
+    ) -> None:
+        self._tracer = telemetry.tracer
+        self._agent = agent
+        self.capture_content = telemetry.capture_content
+        self._ended = False
+        config = agent.config
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent.name,
+            "gen_ai.provider.name": config.provider_name,
+            "chatgate.protocol": protocol,
+            "chatgate.system_prompt.policy": config.manage_system_prompt,
+        }
+        if protocol == "vercel-ai":
+            attributes["chatgate.protocol.version"] = config.vercel_ai_version
+        if caller.key_id:
+            attributes["chatgate.caller.key_id"] = caller.key_id
+        if caller.user:
+            attributes["chatgate.caller.user"] = span_text(caller.user)
+        user_agent = headers.get("user-agent")
+        if user_agent:
+            attributes["user_agent.original"] = span_text(user_agent[:_MAX_HEADER_CHARS])
+        prompt = agent.prompt
+        if prompt is not None:
+            attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
+            attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
+        # A frontend's traceparent (W3C Trace Context) continues its trace.
+        parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
+        self.span = _started(self._tracer, f"invoke_agent {agent.name}", parent, attributes, SpanKind.SERVER)
+        self._context = trace.set_span_in_context(self.span, Context())
+        self.trace_id = format(self.span.get_span_context().trace_id, "032x")
+        request_trace = REQUEST_TRACE.get()
+        if request_trace is not None:  # the request's log lines carry the trace id from now on
+            request_trace.trace_id = self.trace_id
+
+    def started(self, run_input: RunInput, request: ModelRequest, stripped: int) -> None:
+        """The run's input is known: its thread, run id, the policy's stripped count, its messages if captured."""
+        attributes: dict[str, Any] = {"chatgate.system_prompt.stripped": stripped}
+        if run_input.thread_id:
+            attributes["gen_ai.conversation.id"] = span_text(run_input.thread_id)
+        if run_input.run_id:
+            attributes["chatgate.run.id"] = span_text(run_input.run_id)
+        if self.capture_content:
+            attributes["gen_ai.input.messages"] = messages_json(request.messages)
+        self.span.set_attributes(attributes)
+
+    def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
+        """The ``chat {model}`` span of one model call, started now."""
+        config = self._agent.config
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": config.provider_name,
+            "gen_ai.request.model": request.model,
+            "chatgate.step": step,
+        }
+        for name, value in request.settings.items():
+            key = _SETTINGS.get(name)
+            if key is None:
+                continue
+            if isinstance(value, str):
+                value = [value] if key.endswith("stop_sequences") else value
+            if isinstance(value, (int, float, str)) or (
+                isinstance(value, list) and all(isinstance(item, str) for item in value)
+            ):
+                attributes[key] = value
+        if self.capture_content:
+            attributes["gen_ai.input.messages"] = messages_json(request.messages)
+        span = _started(self._tracer, f"chat {request.model}", self._context, attributes, SpanKind.CLIENT)
+        return ModelCallTrace(span, request.model, self.capture_content)
+
+    def approval_requested(self, call: ToolCallPart) -> None:
+        """The run pauses for a human to approve ``call``: an event on the run's span."""
+        self.span.add_event(
+            "chatgate.approval.requested", {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
+        )
+
+    def approval(self, call: ToolCallPart) -> ToolTrace:
+        """The ``approval {tool}`` span: a client's answer claimed, then the tool run (a child) or denied."""
+        attributes = {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
+        span = _started(self._tracer, f"approval {call.name}", self._context, attributes)
+        return ToolTrace(span, False)
+
+    def tool_call(self, call: ToolCallPart, within: ToolTrace | None = None) -> ToolTrace:
+        """The ``execute_tool {tool}`` span of one server tool call (under its approval's span, if any)."""
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.tool_call_id,
+            "gen_ai.tool.type": "function",
+        }
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = span_text(call.arguments)
+        context = trace.set_span_in_context(within.span, Context()) if within is not None else self._context
+        span = _started(self._tracer, f"execute_tool {call.name}", context, attributes)
+        return ToolTrace(span, self.capture_content)
+
+    def finished(self, reason: str) -> None:
+        """The run ended normally with ``reason``."""
+        self.span.set_attribute("chatgate.run.finish_reason", reason)
+
+    def failed(self, code: str, message: str) -> None:
+        """The run ended with the protocol error ``code``/``message`` the client saw."""
+        span = self.span
+        span.set_attributes({"error.type": code, "chatgate.error.code": code, "chatgate.error.message": message})
+        span.set_status(Status(StatusCode.ERROR, message))
+
+    def refused(self, error: BaseException) -> None:
+        """The request was refused (or failed) before its run started; ends the span."""
+        if isinstance(error, RequestError):
+            self.span.set_attribute("http.response.status_code", error.status)
+            self.failed(error.code, error.message)
+        elif isinstance(error, Exception):
+            self.failed("internal_error", "An internal error occurred.")
+        self.end()
+
+    def end(self) -> None:
+        """End the run's span (once)."""
+        if not self._ended:
+            self._ended = True
+            self.span.end()
+
+
+def _started(
+    tracer: Tracer, name: str, context: Context | None, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
+) -> Span:
+    """A span started now with ``attributes``.
+
+    They are set after the start, not passed to it: the SDK would clean every attribute twice (once for
+    the sampler, once for the span), and no sampler chatgate uses reads them.
+    """
+    span = tracer.start_span(name, context=context, kind=kind)
+    span.set_attributes(attributes)
+    return span
+
+
+class ModelCallTrace:
+    """The ``chat {model}`` span of one model call."""
+
+    __slots__ = ("_model", "capture_content", "span")
+
+    def __init__(self, span: Span, model: str, capture_content: bool) -> None:
+        self.span = span
+        self._model = model
+        self.capture_content = capture_content
+
+    def ended(
+        self,
+        finished: ModelFinished | None,
+        usage: Usage | None,
+        error: BaseException | None,
+        output: AssistantMessage | None = None,
+    ) -> None:
+        """The call is over: its ending (reason, response id and model), usage, failure and (captured) answer."""
+        span = self.span
+        attributes: dict[str, Any] = {}
+        if finished is not None:
+            attributes["gen_ai.response.finish_reasons"] = (finished.reason,)
+            if finished.response_id:
+                attributes["gen_ai.response.id"] = span_text(finished.response_id)
+            if finished.response_model:
+                attributes["gen_ai.response.model"] = span_text(finished.response_model)
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+        if output is not None:
+            attributes["gen_ai.output.messages"] = messages_json([output])
+        span.set_attributes(attributes)
+        if error is not None:
+            if isinstance(error, Exception):
+                span.set_attribute("error.type", error_kind(error))
+                public = error.public_message if isinstance(error, ProviderError) else "model call failed"
+                span.set_status(Status(StatusCode.ERROR, public))
+                span.add_event("exception", {"exception.type": type(error).__name__, "exception.message": str(error)})
+            else:
+                span.set_attribute("error.type", "cancelled")
+        span.end()
+
+
+class ToolTrace:
+    """The span of one tool call or approval."""
+
+    __slots__ = ("capture_content", "span")
+
+    def __init__(self, span: Span, capture_content: bool) -> None:
+        self.span = span
+        self.capture_content = capture_content
+
+    def ended(self, outcome: ToolResult | ToolDenied | None, label: str = "") -> None:
+        """The tool ran (``ToolResult``), was denied, or (approval spans) ``label`` says what happened."""
+        span = self.span
+        if label:
+            span.set_attribute("chatgate.approval.outcome", label)
+        if isinstance(outcome, ToolResult):
+            if self.capture_content:
+                span.set_attribute("gen_ai.tool.call.result", span_text(outcome.content))
+            if outcome.is_error:
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR, "the tool reported an error"))
+        span.end()

@@ -1,0 +1,117 @@
+"""Spend counters per budget scope and calendar window: in Redis across replicas, else in this process.
+
+A scope is ``key:ID``, ``person:OWNER`` or ``agent:NAME``. Each (scope, window) holds tokens and
+micro-dollars (integers, so Redis adds them atomically with ``INCRBY``); the window is part of the
+Redis key (``chatgate:spend:{scope}:{2026-11-25}:tokens``), which expires a day after the window ends.
+Counters move once per model call, never per token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import redis.asyncio as redis
+
+from chatgate.config import Window, window_end, window_id
+
+__all__ = ["MemoryCounters", "RedisCounters", "Spend", "SpendCounters"]
+
+_WINDOWS: tuple[Window, ...] = ("day", "month")
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a scope spent in one window."""
+
+    tokens: int = 0
+    micro_usd: int = 0
+
+
+class SpendCounters(Protocol):
+    """Where spend is counted for budgets."""
+
+    async def add(self, scopes: Sequence[str], tokens: int, micro_usd: int, now: datetime) -> None:
+        """Add one model call's spend to every scope's current day and month."""
+        ...
+
+    async def spent(self, scopes: Sequence[str], now: datetime) -> dict[tuple[str, Window], Spend]:
+        """Each scope's spend in its current day and month."""
+        ...
+
+
+class MemoryCounters:
+    """Counters in this process: each ``--workers`` process and each replica counts alone."""
+
+    def __init__(self) -> None:
+        self._spend: dict[tuple[str, str], Spend] = {}
+
+    async def add(self, scopes: Sequence[str], tokens: int, micro_usd: int, now: datetime) -> None:
+        """Add to the current windows, dropping windows that have ended."""
+        current = {window_id(window, now) for window in _WINDOWS}
+        for key in [key for key in self._spend if key[1] not in current]:
+            del self._spend[key]
+        for scope in scopes:
+            for window in _WINDOWS:
+                key = (scope, window_id(window, now))
+                was = self._spend.get(key, Spend())
+                self._spend[key] = Spend(was.tokens + tokens, was.micro_usd + micro_usd)
+
+    async def spent(self, scopes: Sequence[str], now: datetime) -> dict[tuple[str, Window], Spend]:
+        """The current windows' spend."""
+        return {
+            (scope, window): self._spend.get((scope, window_id(window, now)), Spend())
+            for scope in scopes
+            for window in _WINDOWS
+        }
+
+
+_ADD = """
+for i = 1, #KEYS, 4 do
+  redis.call('INCRBY', KEYS[i], ARGV[1])
+  redis.call('INCRBY', KEYS[i + 1], ARGV[2])
+  redis.call('INCRBY', KEYS[i + 2], ARGV[1])
+  redis.call('INCRBY', KEYS[i + 3], ARGV[2])
+  redis.call('EXPIREAT', KEYS[i], ARGV[3])
+  redis.call('EXPIREAT', KEYS[i + 1], ARGV[3])
+  redis.call('EXPIREAT', KEYS[i + 2], ARGV[4])
+  redis.call('EXPIREAT', KEYS[i + 3], ARGV[4])
+end
+"""
+"""KEYS: per scope, its day's tokens and micro-dollars, then its month's; ARGV: the two amounts, the two expiries."""
+
+
+class RedisCounters:
+    """Counters every replica shares: one script call to add a model call's spend, one ``MGET`` to read."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._redis = client
+        self._add = client.register_script(_ADD)
+
+    @staticmethod
+    def _keys(scopes: Sequence[str], now: datetime) -> list[str]:
+        day, month = window_id("day", now), window_id("month", now)
+        keys: list[str] = []
+        for scope in scopes:
+            for window in (day, month):
+                keys += (f"chatgate:spend:{scope}:{window}:tokens", f"chatgate:spend:{scope}:{window}:micro_usd")
+        return keys
+
+    async def add(self, scopes: Sequence[str], tokens: int, micro_usd: int, now: datetime) -> None:
+        """``INCRBY`` both measures of each window (atomic, one round trip); a key expires a day after its window."""
+        day_expiry = int((window_end("day", now) + timedelta(days=1)).timestamp())
+        month_expiry = int((window_end("month", now) + timedelta(days=1)).timestamp())
+        await self._add(keys=self._keys(scopes, now), args=[tokens, micro_usd, day_expiry, month_expiry])
+
+    async def spent(self, scopes: Sequence[str], now: datetime) -> dict[tuple[str, Window], Spend]:
+        """One ``MGET`` of every window's two counters."""
+        values = await self._redis.mget(self._keys(scopes, now))
+        spent: dict[tuple[str, Window], Spend] = {}
+        index = 0
+        for scope in scopes:
+            for window in _WINDOWS:
+                spent[(scope, window)] = Spend(int(values[index] or 0), int(values[index + 1] or 0))
+                index += 2
+        return spent

@@ -1,0 +1,176 @@
+"""The usage ledger: one row per run (who, agent, thread, model, time, tokens, cost), and its summaries.
+
+In the configured store (table ``usage``, app/store/schema.py), or, with no store, in this process's
+memory (lost at restart, per process). ``summary`` groups rows by person, key, agent, model and UTC day.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, TypeAlias
+
+from chatgate.store import Engine
+
+__all__ = ["GROUPS", "Group", "MemoryLedger", "SqlUsageLedger", "UsageLedger", "UsageRecord", "day_of"]
+
+Group: TypeAlias = Literal["person", "key", "agent", "model", "day"]
+GROUPS: tuple[Group, ...] = ("person", "key", "agent", "model", "day")
+_COLUMNS: dict[Group, str] = {"person": "person", "key": "key_id", "agent": "agent", "model": "model", "day": "day"}
+_SUMS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens", "cost_usd")
+
+
+def day_of(at: float) -> str:
+    """The UTC day of a time in seconds since the epoch: ``2026-11-25``."""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """One run's usage. A token count is None when no call reported it; ``cost_usd`` None: no price or no usage."""
+
+    at: float
+    key_id: str | None
+    person: str | None
+    agent: str
+    thread_id: str | None
+    run_id: str
+    model: str
+    calls: int
+    unreported_calls: int
+    input_tokens: int | None
+    output_tokens: int | None
+    reasoning_tokens: int | None
+    cached_input_tokens: int | None
+    cost_usd: float | None
+
+
+class UsageLedger(Protocol):
+    """Where runs' usage is kept."""
+
+    async def record(self, record: UsageRecord) -> None:
+        """Keep one run's usage."""
+        ...
+
+    async def summary(
+        self,
+        group_by: Sequence[Group],
+        since: float,
+        until: float,
+        *,
+        key_id: str | None = None,
+        person: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Totals per group over ``since <= at < until``, optionally only one key's (and person's) runs.
+
+        ``key_id`` or ``person`` ``""`` selects the runs with none (no keys configured; no person named).
+        """
+        ...
+
+
+def _row(groups: Mapping[str, Any], records: Sequence[UsageRecord]) -> dict[str, Any]:
+    row: dict[str, Any] = dict(groups)
+    row["runs"] = len(records)
+    row["model_calls"] = sum(r.calls for r in records)
+    row["unreported_calls"] = sum(r.unreported_calls for r in records)
+    for field in _SUMS:
+        values = [getattr(r, field) for r in records if getattr(r, field) is not None]
+        row[field] = sum(values) if values else None
+    row["unpriced_runs"] = sum(1 for r in records if r.cost_usd is None)
+    return row
+
+
+class MemoryLedger:
+    """The ledger with no store: this process's runs since it started."""
+
+    def __init__(self) -> None:
+        self._records: list[UsageRecord] = []
+
+    async def record(self, record: UsageRecord) -> None:
+        """Append the run's row."""
+        self._records.append(record)
+
+    async def summary(
+        self,
+        group_by: Sequence[Group],
+        since: float,
+        until: float,
+        *,
+        key_id: str | None = None,
+        person: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Group the matching rows in Python."""
+        groups: dict[tuple[Any, ...], list[UsageRecord]] = {}
+        for record in self._records:
+            if not since <= record.at < until or (key_id is not None and (record.key_id or "") != key_id):
+                continue
+            if person is not None and (record.person or "") != person:
+                continue
+            values = asdict(record) | {"day": day_of(record.at)}
+            groups.setdefault(tuple(values[_COLUMNS[g]] for g in group_by), []).append(record)
+        rows = [_row(dict(zip(group_by, key, strict=True)), records) for key, records in groups.items()]
+        return sorted(rows, key=lambda row: tuple(str(row[g]) for g in group_by))
+
+
+class SqlUsageLedger:
+    """The ledger in the store's ``usage`` table (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def record(self, record: UsageRecord) -> None:
+        """One ``INSERT``."""
+        values = asdict(record)
+        columns = [*values, "day"]
+        placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+        async with self._engine.transaction() as tx:
+            await tx.execute(
+                f"INSERT INTO usage ({', '.join(columns)}) VALUES ({placeholders})", *values.values(), day_of(record.at)
+            )
+
+    async def summary(
+        self,
+        group_by: Sequence[Group],
+        since: float,
+        until: float,
+        *,
+        key_id: str | None = None,
+        person: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """One ``GROUP BY`` query; the group columns come from ``GROUPS`` only, never from the request."""
+        columns = [f"{_COLUMNS[g]} AS {g}" for g in group_by]
+        sums = [f"SUM({field}) AS {field}" for field in _SUMS]
+        where = ["at >= $1", "at < $2"]
+        args: list[Any] = [since, until]
+        for column, value in (("key_id", key_id), ("person", person)):
+            if value is not None:  # "" matches no key (no keys configured) or no person
+                args.append(value)
+                where.append(f"COALESCE({column}, '') = ${len(args)}")
+        sql = (
+            f"SELECT {', '.join([*columns, 'COUNT(*) AS runs', 'SUM(calls) AS model_calls'])},"
+            f" SUM(unreported_calls) AS unreported_calls, {', '.join(sums)},"
+            " SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unpriced_runs"
+            f" FROM usage WHERE {' AND '.join(where)}"
+        )
+        if group_by:
+            order = ", ".join(_COLUMNS[g] for g in group_by)
+            sql += f" GROUP BY {order} ORDER BY {order}"
+        async with self._engine.read() as tx:
+            rows = await tx.fetch(sql, *args)
+        result = []
+        for row in rows:
+            if not group_by and not row["runs"]:
+                continue
+            out: dict[str, Any] = {g: row[g] for g in group_by}
+            for name in ("runs", "model_calls", "unreported_calls", "unpriced_runs", *_SUMS[:-1]):
+                out[name] = None if row[name] is None else int(row[name])
+            out["cost_usd"] = None if row["cost_usd"] is None else float(row["cost_usd"])
+            result.append(_row_order(out))
+        return result
+
+
+def _row_order(row: dict[str, Any]) -> dict[str, Any]:
+    keys = [k for k in row if k in GROUPS]
+    rest = ["runs", "model_calls", "unreported_calls", *_SUMS, "unpriced_runs"]
+    return {k: row[k] for k in [*keys, *rest]}

@@ -1,0 +1,91 @@
+"""``GET /usage`` (admin: everyone's, grouped) and ``GET /usage/me`` (the caller's own).
+
+Query: ``since`` and ``until`` (ISO 8601 dates or times, UTC when no offset; default: this calendar
+month so far), ``group_by`` (comma-separated of person, key, agent, model, day; default: agent, model).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from chatgate.caller import caller_of
+from chatgate.errors import RequestError
+from chatgate.usage import GROUPS, Group, UsageAccounts, person_of
+from chatgate.web.openapi import OPERATIONS, Operation
+
+__all__ = ["usage_routes"]
+
+_DEFAULT_GROUPS: tuple[Group, ...] = ("agent", "model")
+
+OPERATIONS[("GET", "/usage")] = Operation(
+    "Tokens and cost of every caller's runs, grouped (admin keys only); query since, until, group_by"
+)
+OPERATIONS[("GET", "/usage/me")] = Operation("Tokens and cost of the caller's own runs; query since, until, group_by")
+
+
+def usage_routes() -> list[BaseRoute]:
+    """The two usage routes."""
+    return [Route("/usage", _all_usage, methods=["GET"]), Route("/usage/me", _my_usage, methods=["GET"])]
+
+
+def _bad(field: str, problem: str) -> RequestError:
+    return RequestError(422, "invalid_query", f"{field}: {problem}", [{"field": field, "problem": problem}])
+
+
+def _time(request: Request, field: str, default: datetime) -> datetime:
+    text = request.query_params.get(field)
+    if text is None:
+        return default
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise _bad(field, f"not an ISO 8601 date or time: {text[:40]!r}") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _groups(request: Request) -> tuple[Group, ...]:
+    text = request.query_params.get("group_by")
+    if text is None:
+        return _DEFAULT_GROUPS
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in GROUPS]
+    if unknown:
+        raise _bad("group_by", f"unknown group {unknown[0][:40]!r} (known: {', '.join(GROUPS)})")
+    return tuple(dict.fromkeys(names))  # type: ignore[arg-type]
+
+
+async def _summary(request: Request, **only: str | None) -> Response:
+    now = datetime.now(UTC)
+    since = _time(request, "since", datetime(now.year, now.month, 1, tzinfo=UTC))
+    until = _time(request, "until", now)
+    if until <= since:
+        raise _bad("until", "must be after since")
+    group_by = _groups(request)
+    accounts: UsageAccounts = request.app.state.usage
+    rows = await accounts.ledger.summary(group_by, since.timestamp(), until.timestamp(), **only)
+    body: dict[str, Any] = {
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "group_by": list(group_by),
+        "rows": rows,
+    }
+    return JSONResponse(body)
+
+
+async def _all_usage(request: Request) -> Response:
+    if not caller_of(request).admin:
+        raise RequestError(403, "forbidden", "only admin keys may read /usage; use /usage/me for your own")
+    return await _summary(request)
+
+
+async def _my_usage(request: Request) -> Response:
+    caller = caller_of(request)
+    # A key's own usage includes the people it named; a named person sees theirs under that key only. A
+    # caller with no key id (no keys configured, or a person the identity layer signed in) matches only
+    # rows with none: never every key's.
+    return await _summary(request, key_id=caller.key_id or "", person=person_of(caller))
