@@ -60,6 +60,12 @@ def _shape(delta: str, token: re.Pattern[str], shapes: dict[str, Shape]) -> Shap
     return shape
 
 
+Quiet: TypeAlias = tuple[bool, int]
+"""How a chunk passes a quiet stream: whether it starts inside a word, and where its unfinished last word
+starts (-1: none); ``LOUD`` when it cannot pass whole."""
+
+LOUD: Quiet = (False, -2)
+
 _JSON_RUN = re.compile(r'(?:\\[\s\S]|[^"\\{}\[\],:])+')
 
 
@@ -83,6 +89,8 @@ class GuardedText:
     longest_word: int
     starts: dict[str, bool] = field(default_factory=dict)
     """``may_start``'s answers, by raw unfinished word."""
+    quiet: dict[str, Quiet] = field(default_factory=dict)
+    """``quiet_plan``'s answers, by chunk of plain text."""
 
     @property
     def empty(self) -> bool:
@@ -111,6 +119,27 @@ class GuardedText:
         if len(self.starts) < _CACHED:
             self.starts[raw] = starts
         return starts
+
+    def quiet_plan(self, delta: str) -> Quiet:
+        """How plain text ``delta`` passes a quiet stream (no run open, nothing held); remembered.
+
+        ``(glued, tail)`` from the chunk's shape when all of it goes out at once and the stream stays
+        quiet; ``LOUD`` when a run is left open, an unfinished last word could start one, or the chunk
+        holds a leak (and for the empty chunk): then the stream takes the general way.
+        """
+        glued, words, tail = _TEXT_SHAPES.get(delta) or _shape(delta, WORD, _TEXT_SHAPES)
+        plan: Quiet = (glued, tail)
+        state = 0
+        for _, _, found in words:
+            for word in found:
+                state = self.step(state, word)
+                if self.depth[state] == self.min_words:
+                    plan = LOUD
+        if not delta or state or (tail >= 0 and self.may_start(delta[tail:])):
+            plan = LOUD
+        if len(self.quiet) < _CACHED:
+            self.quiet[delta] = plan
+        return plan
 
 
 @lru_cache(maxsize=64)
@@ -175,6 +204,8 @@ class StreamWatch:
         "_leaking",
         "_partial",
         "_pending",
+        "_plans",
+        "_quiet",
         "_redact",
         "_shapes",
         "_starts",
@@ -192,6 +223,10 @@ class StreamWatch:
         self._json = json
         self._token = JSON_TOKEN if json else WORD
         self._shapes = _JSON_SHAPES if json else _TEXT_SHAPES
+        self._plans = guarded.quiet
+        # Quiet: no run of the guarded text open, nothing held, no leak or canary to follow, plain text.
+        # Then a chunk's fate depends on the chunk alone, and ``GuardedText.quiet_plan`` remembers it.
+        self._quiet = not json and not canary
         # ``_pending`` is the stream from offset ``_base`` to ``_end``: what is held back, and the
         # unfinished last word (from ``_partial``, -1 if none) even when already released, so it is matched
         # whole. ``_emitted``: the offset up to which the stream was released (or dropped, in a leak).
@@ -213,6 +248,21 @@ class StreamWatch:
 
     def feed(self, delta: str) -> str:
         """Take ``delta``; return what may be shown now (``delta`` itself when nothing is held)."""
+        if self._quiet:
+            plan = self._plans.get(delta)
+            if plan is None:
+                plan = self._guarded.quiet_plan(delta)
+            glued, tail = plan
+            # A released unfinished word, complete as it is, starts no run (else it was held), but one
+            # continued by this chunk may yet (a combining mark): that goes the general way.
+            if tail > -2 and (not glued or self._partial < 0):
+                begin = self._end
+                end = self._end = self._emitted = begin + len(delta)
+                self._partial = begin + tail if tail >= 0 else -1
+                self._base = begin
+                self._pending = delta
+                return delta
+            self._quiet = False  # set again below when everything goes out
         if self.stopped:
             return ""
         if self._json:
@@ -268,6 +318,7 @@ class StreamWatch:
                 self._emitted = held
                 if emitted == begin:  # nothing was held before this chunk
                     if held == end:
+                        self._quiet = not state and not self._json
                         self._base = start
                         self._pending = raw
                         return delta
@@ -280,6 +331,7 @@ class StreamWatch:
                 keep = start if start < held else held
                 self._base = keep
                 self._pending = pending[keep - base :]
+                self._quiet = held == end and not self._json  # nothing held: no run is open
                 return pending[emitted - base : held - base]
         base = self._base
         begin = self._end
@@ -311,6 +363,8 @@ class StreamWatch:
         if keep > base:
             self._base = keep
             self._pending = pending[keep - base :]
+        # Nothing held and no leak to follow: no run is open.
+        self._quiet = held == end and not self._leaking and not self._json and not self._canary
         if out is None:
             if emitted == begin and held == end:
                 return delta  # the common case: nothing was held before, nothing is now
