@@ -36,6 +36,7 @@ REDACTED = "[redacted]"
 """What a leaked span becomes."""
 
 _CACHED = 65536  # the most entries a cache of words or chunks keeps; beyond it, answers are computed each time
+_MOVES = 16  # the most words a state's moves remember (a state is one of up to min_words per prompt word)
 
 Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int]
 """A chunk's words: whether it starts inside a word, each word it completes (start, end, normalized),
@@ -88,6 +89,8 @@ class GuardedText:
     goto: tuple[dict[str, int], ...]
     fail: tuple[int, ...]
     depth: tuple[int, ...]
+    moves: tuple[dict[str, int], ...]
+    """``goto`` and the fallbacks ``step`` has found since, from every state but 0 (``follow``)."""
     first_words: frozenset[str]
     """The words that start a run of ``min_words``."""
     first_word_prefixes: frozenset[str]
@@ -115,6 +118,16 @@ class GuardedText:
             if not state:
                 return 0
             state = self.fail[state]
+
+    def follow(self, state: int, word: str) -> int:
+        """``step``, remembering the fallbacks it finds (a model repeats its phrases)."""
+        moves = self.moves[state]
+        following = moves.get(word)
+        if following is None:
+            following = self.step(state, word) if state else 0
+            if state and len(moves) < _MOVES:
+                moves[word] = following
+        return following
 
     def may_start(self, raw: str) -> bool:
         """Whether the unfinished word ``raw`` could still become a first word (its answer is remembered)."""
@@ -183,7 +196,8 @@ def guarded_text(text: str, min_words: int) -> GuardedText:
     first = frozenset(goto[0])
     prefixes = frozenset(word[:end] for word in first for end in range(1, len(word) + 1))
     longest = max((len(word) for word in first), default=0)
-    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), first, prefixes, longest)
+    moves = tuple(dict(row) for row in goto)
+    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), moves, first, prefixes, longest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,9 +316,9 @@ class StreamWatch:
                 guarded = self._guarded
                 following = -1
                 if previous is not None:
-                    following = guarded.goto[state].get(previous, -1)
+                    following = guarded.moves[state].get(previous, -1)
                     if following < 0:
-                        following = guarded.step(state, previous) if state else 0
+                        following = guarded.follow(state, previous)
                     depth = guarded.depth[following]
                     if depth == guarded.min_words:
                         following = -1
@@ -447,7 +461,7 @@ class StreamWatch:
         """Match one completed word; returns text released because of a leak, if any."""
         guarded = self._guarded
         if self._leaking:
-            state = guarded.step(self._state, word)
+            state = guarded.follow(self._state, word)
             if guarded.depth[state] == guarded.min_words:  # the leak goes on: swallow this word too
                 self._state = state
                 return self._swallow(end)
@@ -456,7 +470,7 @@ class StreamWatch:
             released = self._canary_word(word, start, end)
             if self.stopped or released is not None:
                 return released
-        state = guarded.step(self._state, word)
+        state = guarded.follow(self._state, word)
         self._state = state
         depth = guarded.depth[state]
         starts = self._starts
