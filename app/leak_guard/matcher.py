@@ -1,14 +1,14 @@
 """Finding the guarded text in one stream of text as it arrives, holding back only what could still leak.
 
-``GuardedText`` is built once per guarded text (and cached): every run of ``min_words`` consecutive
-normalized words of it (app/leak_guard/words.py), and every shorter run that starts one, in one set of
-tuples. ``StreamWatch`` follows one stream (a text span, a reasoning span, a tool call's arguments):
-at each completed word it keeps the longest run of the last words that still starts a guarded run, as
-KMP keeps a partial match. What lies before that run can never be part of a leak and is released at
-once; the run itself (at most ``min_words - 1`` words) and a trailing word that could start one are
-held back. A run reaching ``min_words`` words is a leak: in ``redact`` mode its span becomes
-``[redacted]`` and every following word that continues the guarded text is swallowed with it; in
-``stop`` mode the watch releases what came before the span and stops.
+``GuardedText`` is built once per guarded text (and cached): an Aho-Corasick automaton over its runs
+of ``min_words`` consecutive normalized words (app/leak_guard/words.py). ``StreamWatch`` follows
+one stream (a text span, a reasoning span, a tool call's arguments): at each completed word it keeps
+the longest run of the last words that still starts a guarded run, as KMP keeps a partial match. What
+lies before that run can never be part of a leak and is released at once; the run itself (at most
+``min_words - 1`` words) and a trailing word that could start one are held back. A run reaching
+``min_words`` words is a leak: in ``redact`` mode its span becomes ``[redacted]`` and every following
+word that continues the guarded text is swallowed with it; in ``stop`` mode the watch releases what
+came before the span and stops.
 
 The canary (a random marker of distinct characters) is found in the stream of the words' letters and
 digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
