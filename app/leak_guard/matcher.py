@@ -36,6 +36,7 @@ REDACTED = "[redacted]"
 """What a leaked span becomes."""
 
 _CACHED = 65536  # the most entries a cache of words or chunks keeps; beyond it, answers are computed each time
+_PLANS = 16384  # the most chunks a guarded text remembers plans for (up to 64 texts are cached)
 _MOVES = 16  # the most words a state's moves remember (a state is one of up to min_words per prompt word)
 
 Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int]
@@ -163,7 +164,7 @@ class GuardedText:
         spaced = tail > 0 and not words and not glued
         found = normalized(raw) if tail >= 0 else ()
         plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
-        if len(plans) < _CACHED:
+        if len(plans) < _PLANS:
             plans[delta] = plan
         return plan
 
