@@ -1,7 +1,7 @@
 """The app's own CPU per streamed event, in process: chatgate's ASGI app driven directly, no socket.
 
     .venv/bin/python bench/app_cpu.py [--model builtin|relay|canned] [--rounds 7] [--requests 200] [--pace-ms 0]
-        [--setup "thread+keys+Redis"] [--tokens 200] [--leak-guard off|redact|stop]
+        [--setup "thread+keys+Redis"] [--tokens 200] [--leak-guard off|redact|stop] [--reply prose|words]
 
 The socket benchmarks (stream_cpu.py, relay_cpu.py) count uvicorn and the kernel too, and their noise
 (about ±10% a round on a shared machine) hides a change of a few percent. Here the benchmark calls the
@@ -23,7 +23,9 @@ makes the reply English prose that shares many words with the prompt but never 8
 (``PROSE``), so partial matches open and close all the time; it serves that agent twice, without the
 guard (routes ``AG-UI``, ``useChat``) and with it in ``MODE`` (``AG-UI+g``, ``useChat+g``), batches
 alternating. Compare µs/request: the guard merges held words into fewer events, so µs/event is not
-comparable, and the reply has ``--tokens`` tokens either way.
+comparable, and the reply has ``--tokens`` tokens either way. ``--reply words`` makes the reply the fake
+upstream's ``wordNNN `` tokens instead (as in ``./bench/run``): an answer that shares no word with the
+prompt, so no run is ever open.
 ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
 SQLite or PostgreSQL, Redis), started as ``compare.py`` starts it; the default is the stateless agent.
 The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
@@ -146,7 +148,7 @@ def config_for(args: argparse.Namespace) -> Iterator[tuple[Path, str]]:
             return
         if args.model == "canned":
             guarded = args.leak_guard is not None
-            use_canned_upstream(args.tokens, PROSE if guarded else None)
+            use_canned_upstream(args.tokens, PROSE if guarded and args.reply == "prose" else None)
             config = chatgate_config("http://upstream.invalid")
             if guarded:  # the same agent twice: "bench" without the guard, "guarded" with it
                 config = with_leak_guard(config, "off")
@@ -170,6 +172,7 @@ def main() -> None:
     parser.add_argument("--pace-ms", type=float, default=0.0, help="relay: upstream delay before each token")
     parser.add_argument("--tokens", type=int, default=TOKENS, help="canned: the reply's length in tokens")
     parser.add_argument("--leak-guard", choices=["off", "redact", "stop"], help="canned: a long prompt, this mode")
+    parser.add_argument("--reply", choices=["prose", "words"], default="prose", help="--leak-guard: the answer")
     parser.add_argument("--setup", choices=[s.label for s in SETUPS if s.label], help="setups.py's setup")
     args = parser.parse_args()
     if (args.tokens != TOKENS or args.leak_guard) and args.model != "canned":

@@ -1,17 +1,23 @@
 """Finding the guarded text in one stream of text as it arrives, holding back only what could still leak.
 
-``GuardedText`` is built once per guarded text (and cached): every run of ``min_words`` consecutive
-normalized words of it (app/leak_guard/words.py), and every shorter run that starts one, in one set of
-tuples. ``StreamWatch`` follows one stream (a text span, a reasoning span, a tool call's arguments):
-at each completed word it keeps the longest run of the last words that still starts a guarded run, as
-KMP keeps a partial match. What lies before that run can never be part of a leak and is released at
-once; the run itself (at most ``min_words - 1`` words) and a trailing word that could start one are
-held back. A run reaching ``min_words`` words is a leak: in ``redact`` mode its span becomes
-``[redacted]`` and every following word that continues the guarded text is swallowed with it; in
-``stop`` mode the watch releases what came before the span and stops.
+``GuardedText`` is built once per guarded text (and cached): an Aho-Corasick automaton over its runs
+of ``min_words`` consecutive normalized words (app/leak_guard/words.py). ``StreamWatch`` follows
+one stream (a text span, a reasoning span, a tool call's arguments): at each completed word it keeps
+the longest run of the last words that still starts a guarded run, as KMP keeps a partial match. What
+lies before that run can never be part of a leak and is released at once; the run itself (at most
+``min_words - 1`` words) and a trailing word that could start one are held back. A run reaching
+``min_words`` words is a leak: in ``redact`` mode its span becomes ``[redacted]`` and every following
+word that continues the guarded text is swallowed with it; in ``stop`` mode the watch releases what
+came before the span and stops.
 
 The canary (a random marker of distinct characters) is found in the stream of the words' letters and
 digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
+
+Every token passes here, so the common cases are short (docs/performance.md, "The leak guard"): what a
+chunk is to a guarded text (``GuardedText.plan``) is worked out once and remembered. While no run is
+open and nothing is held (the stream is quiet), a chunk that leaves it so costs one dictionary lookup
+and goes out as it is; the usual `` word`` chunk takes a path inlined in ``feed``; the rest (a leak,
+the canary, JSON escapes, a word cut across chunks) goes the general way.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TypeAlias
 
-from chatgate.leak_guard.words import _NORMALIZED, JSON_TOKEN, WORD, normalized
+from chatgate.leak_guard.words import JSON_TOKEN, WORD, normalized
 
 __all__ = ["REDACTED", "GuardedText", "Leak", "StreamWatch", "guarded_text"]
 
@@ -30,6 +36,8 @@ REDACTED = "[redacted]"
 """What a leaked span becomes."""
 
 _CACHED = 65536  # the most entries a cache of words or chunks keeps; beyond it, answers are computed each time
+_PLANS = 16384  # the most chunks a guarded text remembers plans for (up to 64 texts are cached)
+_MOVES = 16  # the most words a state's moves remember (a state is one of up to min_words per prompt word)
 
 Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int]
 """A chunk's words: whether it starts inside a word, each word it completes (start, end, normalized),
@@ -60,6 +68,12 @@ def _shape(delta: str, token: re.Pattern[str], shapes: dict[str, Shape]) -> Shap
     return shape
 
 
+Plan: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int, bool, bool, bool, str | None]
+"""What a chunk is to one guarded text: its shape (glued, words, tail: see ``Shape``), then whether it passes
+a quiet stream whole and leaves it quiet, whether it is the usual `` word`` (not glued, no word of its
+own, an unfinished word after a separator), whether that unfinished word could start a run, and the one
+word it normalizes to as it stands (None: several, or none)."""
+
 _JSON_RUN = re.compile(r'(?:\\[\s\S]|[^"\\{}\[\],:])+')
 
 
@@ -76,6 +90,8 @@ class GuardedText:
     goto: tuple[dict[str, int], ...]
     fail: tuple[int, ...]
     depth: tuple[int, ...]
+    moves: tuple[dict[str, int], ...]
+    """``goto`` and the fallbacks ``step`` has found since, from every state but 0 (``follow``)."""
     first_words: frozenset[str]
     """The words that start a run of ``min_words``."""
     first_word_prefixes: frozenset[str]
@@ -83,6 +99,10 @@ class GuardedText:
     longest_word: int
     starts: dict[str, bool] = field(default_factory=dict)
     """``may_start``'s answers, by raw unfinished word."""
+    plans: dict[str, Plan] = field(default_factory=dict)
+    """``plan``'s answers, by chunk of plain text."""
+    json_plans: dict[str, Plan] = field(default_factory=dict)
+    """``plan``'s answers, by chunk of JSON text."""
 
     @property
     def empty(self) -> bool:
@@ -100,6 +120,16 @@ class GuardedText:
                 return 0
             state = self.fail[state]
 
+    def follow(self, state: int, word: str) -> int:
+        """``step``, remembering the fallbacks it finds (a model repeats its phrases)."""
+        moves = self.moves[state]
+        following = moves.get(word)
+        if following is None:
+            following = self.step(state, word) if state else 0
+            if state and len(moves) < _MOVES:
+                moves[word] = following
+        return following
+
     def may_start(self, raw: str) -> bool:
         """Whether the unfinished word ``raw`` could still become a first word (its answer is remembered)."""
         words = normalized(raw)
@@ -111,6 +141,32 @@ class GuardedText:
         if len(self.starts) < _CACHED:
             self.starts[raw] = starts
         return starts
+
+    def plan(self, delta: str, *, json: bool = False) -> Plan:
+        """What ``delta`` is to this text (``Plan``); remembered, since models send the same chunks over and over.
+
+        A chunk passes a quiet stream (no run open, nothing held) when, matched from no run, it leaves
+        none open, holds no leak and its unfinished last word could not start one; JSON never does
+        (an escape cut at a chunk's end is carried over to the next).
+        """
+        shapes, token, plans = (_JSON_SHAPES, JSON_TOKEN, self.json_plans) if json else (_TEXT_SHAPES, WORD, self.plans)
+        shape = shapes.get(delta) or _shape(delta, token, shapes)
+        glued, words, tail = shape
+        state = 0
+        leaks = False
+        for _, _, found in words:
+            for word in found:
+                state = self.step(state, word)
+                leaks = leaks or self.depth[state] == self.min_words
+        raw = delta[tail:] if tail >= 0 else ""
+        may = tail >= 0 and (self.starts.get(raw) if raw in self.starts else self.may_start(raw))
+        quiet = bool(delta) and not json and not leaks and not state and not may
+        spaced = tail > 0 and not words and not glued
+        found = normalized(raw) if tail >= 0 else ()
+        plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
+        if len(plans) < _PLANS:
+            plans[delta] = plan
+        return plan
 
 
 @lru_cache(maxsize=64)
@@ -141,7 +197,8 @@ def guarded_text(text: str, min_words: int) -> GuardedText:
     first = frozenset(goto[0])
     prefixes = frozenset(word[:end] for word in first for end in range(1, len(word) + 1))
     longest = max((len(word) for word in first), default=0)
-    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), first, prefixes, longest)
+    moves = tuple(dict(row) for row in goto)
+    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), moves, first, prefixes, longest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +232,13 @@ class StreamWatch:
         "_leaking",
         "_partial",
         "_pending",
+        "_plain",
+        "_plans",
+        "_quiet",
         "_redact",
-        "_shapes",
         "_starts",
         "_state",
+        "_tail_word",
         "_token",
         "leaks",
         "reported",
@@ -191,7 +251,11 @@ class StreamWatch:
         self._redact = redact
         self._json = json
         self._token = JSON_TOKEN if json else WORD
-        self._shapes = _JSON_SHAPES if json else _TEXT_SHAPES
+        self._plans: dict[str, Plan] = {} if json else guarded.plans  # JSON looks its plan up after ``_uncut``
+        # Plain: text without a canary, no leak being swallowed, not stopped: the usual chunk goes the
+        # short way. Quiet, besides: no run of the guarded text open and nothing held, so what a chunk
+        # does depends on the chunk alone (``GuardedText.plan``).
+        self._plain = self._quiet = not json and not canary
         # ``_pending`` is the stream from offset ``_base`` to ``_end``: what is held back, and the
         # unfinished last word (from ``_partial``, -1 if none) even when already released, so it is matched
         # whole. ``_emitted``: the offset up to which the stream was released (or dropped, in a leak).
@@ -200,6 +264,7 @@ class StreamWatch:
         self._end = 0
         self._emitted = 0
         self._partial = -1
+        self._tail_word: str | None = None  # the unfinished word normalized, when it is one chunk's tail
         self._carry = ""  # JSON only: an escape cut by the chunk's end, matched with the next chunk
         self._state = 0  # the automaton's state: how long a run of the guarded text is open
         self._starts: list[int] = []  # where each word of the open run starts (as many as its depth)
@@ -213,74 +278,89 @@ class StreamWatch:
 
     def feed(self, delta: str) -> str:
         """Take ``delta``; return what may be shown now (``delta`` itself when nothing is held)."""
-        if self.stopped:
-            return ""
-        if self._json:
-            delta = self._uncut(delta)
-        if not delta:
-            return ""
-        shape = self._shapes.get(delta)
-        if shape is None:
-            shape = _shape(delta, self._token, self._shapes)
-        glued, words, tail = shape
-        if tail > 0 and not words and not glued and not self._leaking and not self._canary:
+        plan = self._plans.get(delta)
+        if plan is None:
+            if self._json:
+                if self.stopped:
+                    return ""
+                delta = self._uncut(delta)
+                plan = self._guarded.json_plans.get(delta) or self._guarded.plan(delta, json=True)
+            else:
+                plan = self._guarded.plan(delta)
+        glued, words, tail, quiet, spaced, may, word = plan
+        if self._quiet:
+            # A released unfinished word, complete as it is, starts no run (else it was held), but one
+            # continued by this chunk may yet (a combining mark): that goes the general way.
+            if quiet and (not glued or self._partial < 0):
+                begin = self._end
+                end = self._end = self._emitted = begin + len(delta)
+                self._partial = begin + tail if tail >= 0 else -1
+                self._base = begin
+                self._pending = delta
+                return delta
+            self._quiet = False  # set again below when everything goes out
+        if spaced and self._plain:
             # The usual chunk, " word": the unfinished word ends, a new one starts. The same steps as
             # below and in ``_word``, inlined since nearly every token comes here; a leak found, or a word
             # normalizing to several, goes the general way instead (nothing is changed before that).
-            guarded = self._guarded
             state = self._state
-            starts = self._starts
             partial = self._partial
-            depth = -1
-            if partial >= 0:
-                previous = self._pending[partial - self._base :]
-                found = _NORMALIZED.get(previous) or normalized(previous)
-                if len(found) == 1:
-                    following = guarded.goto[state].get(found[0])
-                    if following is None:
-                        following = guarded.step(state, found[0]) if state else 0
-                    state = following
-                    depth = guarded.depth[state]
-                else:
-                    depth = guarded.min_words
-            if depth != guarded.min_words:
-                if depth > 0:
-                    starts.append(partial)
-                    if len(starts) > depth:
-                        del starts[:-depth]
-                elif depth == 0 and starts:
-                    starts.clear()
-                self._state = state
-                begin = self._end
+            begin = self._end
+            emitted = self._emitted
+            starts = self._starts
+            # An unfinished word that went out started no run, and none is open (else it was held).
+            if partial >= 0 and emitted != begin:
+                previous = self._tail_word
+                if previous is None:
+                    found = normalized(self._pending[partial - self._base :])
+                    previous = found[0] if len(found) == 1 else None
+                guarded = self._guarded
+                following = -1
+                if previous is not None:
+                    following = guarded.moves[state].get(previous, -1)
+                    if following < 0:
+                        following = guarded.follow(state, previous)
+                    depth = guarded.depth[following]
+                    if depth == guarded.min_words:
+                        following = -1
+                    elif depth:
+                        starts.append(partial)
+                        if len(starts) > depth:
+                            del starts[:-depth]
+                    elif starts:
+                        starts.clear()
+                if following >= 0:
+                    state = self._state = following
+                    partial = -1
+            if partial < 0 or emitted == begin:
                 end = self._end = begin + len(delta)
                 start = self._partial = begin + tail
-                raw = delta[tail:]
+                self._tail_word = word
                 held = starts[0] if state else end
-                if start < held:
-                    may = guarded.starts.get(raw)
-                    if may is None:
-                        may = guarded.may_start(raw)
-                    if may:
-                        held = start
-                emitted = self._emitted
+                if may and start < held:
+                    held = start
                 if held < emitted:
                     held = emitted
                 self._emitted = held
                 if emitted == begin:  # nothing was held before this chunk
+                    self._base = begin
+                    self._pending = delta
                     if held == end:
-                        self._base = start
-                        self._pending = raw
+                        self._quiet = True  # nothing held: no run is open
                         return delta
-                    keep = start if start < held else held
-                    self._base = keep
-                    self._pending = delta[keep - begin :]
                     return delta[: held - begin]
                 base = self._base
                 pending = self._pending + delta
                 keep = start if start < held else held
                 self._base = keep
                 self._pending = pending[keep - base :]
+                if held == end:
+                    self._quiet = True
                 return pending[emitted - base : held - base]
+        if self.stopped:
+            return ""
+        if not delta:
+            return ""
         base = self._base
         begin = self._end
         end = begin + len(delta)
@@ -311,6 +391,9 @@ class StreamWatch:
         if keep > base:
             self._base = keep
             self._pending = pending[keep - base :]
+        self._tail_word = None
+        # Nothing held and no leak to follow: no run is open.
+        self._quiet = held == end and not self._leaking and not self._json and not self._canary
         if out is None:
             if emitted == begin and held == end:
                 return delta  # the common case: nothing was held before, nothing is now
@@ -379,7 +462,7 @@ class StreamWatch:
         """Match one completed word; returns text released because of a leak, if any."""
         guarded = self._guarded
         if self._leaking:
-            state = guarded.step(self._state, word)
+            state = guarded.follow(self._state, word)
             if guarded.depth[state] == guarded.min_words:  # the leak goes on: swallow this word too
                 self._state = state
                 return self._swallow(end)
@@ -388,7 +471,7 @@ class StreamWatch:
             released = self._canary_word(word, start, end)
             if self.stopped or released is not None:
                 return released
-        state = guarded.step(self._state, word)
+        state = guarded.follow(self._state, word)
         self._state = state
         depth = guarded.depth[state]
         starts = self._starts
@@ -432,6 +515,7 @@ class StreamWatch:
         self._emitted = end
         self._canary_at = 0
         self._leak_start = start
+        self._plain = False
         if not self._redact:
             self.leaks.append(Leak(start, end - start))
             self.stopped = True
@@ -440,6 +524,7 @@ class StreamWatch:
         if continues:
             self._leaking = True
         else:
+            self._plain = not self._json and not self._canary
             self._state = 0
             self._starts.clear()
             self.leaks.append(Leak(start, end - start))
@@ -457,6 +542,7 @@ class StreamWatch:
 
     def _end_leak(self) -> None:
         self._leaking = False
+        self._plain = not self._json and not self._canary
         self.leaks.append(Leak(self._leak_start, self._emitted - self._leak_start))
         self._state = 0
         self._starts.clear()
