@@ -372,6 +372,8 @@ class StreamWatch:
         if partial >= 0 and not glued:  # the unfinished word ended where this chunk begins
             out = self._words(normalized(pending[partial - base : begin - base]), partial, begin, out)
             partial = -1
+            if self.stopped:  # stopped at the word this chunk ended: nothing after it is looked at
+                return "".join(out) if out else ""
         for first, last, found in words:
             start = begin + first
             if partial >= 0:  # the unfinished word goes on into this chunk, and ends in it

@@ -240,3 +240,13 @@ def test_no_guard_when_off_or_nothing_to_guard() -> None:
     long = ModelRequest("m", (SystemMessage(" ".join(VOCABULARY)), UserMessage((TextPart("hi"),))))
     assert start_guard(long, mode="off", min_words=K, canary=False, agent="a", run_id="r")[1] is None
     assert start_guard(long, mode="redact", min_words=K, canary=False, agent="a", run_id="r")[1] is not None
+
+
+def test_stop_mode_stops_at_the_word_that_ended_in_the_last_chunk() -> None:
+    # The eighth word ends where the next chunk begins; the words after it in that chunk are not looked at
+    # (they went on matching and were counted as a second leak; found by hypothesis).
+    prompt = "you acme support support support internal is plan and."
+    chunks = ["Well, here goes: you acme  support  support  support  internal  is - plan", "  and more"]
+    shown, stream = watch(chunks, prompt, redact=False)
+    assert stream.stopped and len(stream.leaks) == 1
+    assert shown == "Well, here goes: "
