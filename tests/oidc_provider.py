@@ -69,7 +69,11 @@ class OpenIDProvider:
 
 @contextmanager
 def running_oidc_provider(page_redirects: tuple[str, ...] = ()) -> Iterator[OpenIDProvider]:
-    """Start tests/oidc/server.mjs on a free loopback port; yields the provider; stops it by PID."""
+    """Start tests/oidc/server.mjs on a free loopback port; yields the provider; stops it by PID.
+
+    ``page_redirects``: the addresses the public client ``page`` may send a signed-in browser back to (the
+    chat page's, the useChat app's).
+    """
     if not (OIDC_DIR / "node_modules" / "oidc-provider").is_dir():
         raise RuntimeError("tests/oidc/node_modules is missing: run scripts/test.sh, which installs oidc-provider")
     port = _free_port()

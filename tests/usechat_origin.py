@@ -18,7 +18,7 @@ __all__ = ["open_usechat_from"]
 async def open_usechat_from(page: Page, app_origin: str, major: int, base_url: str, **query: str) -> None:
     """Open the ai ``major`` build served at ``app_origin``, talking to chatgate at ``base_url``.
 
-    ``query`` adds the app's other options (agent, key, thread: see tests/clients/usechat/src/main.jsx).
+    ``query`` adds the app's other options (agent, key, thread, sign_in: see tests/clients/usechat/src/main.jsx).
     """
     page.set_default_timeout(TIMEOUT_MS)
     await page.goto(f"{app_origin}/ai{major}/index.html?{urlencode({'base': base_url, **query})}")

@@ -3,7 +3,8 @@
 // usage: node server.mjs PORT
 // Issuer http://127.0.0.1:PORT. Clients: "alice" and "bob" (client_credentials, secret "<id>-secret-0123456789"),
 // whose access tokens are JWTs for audience "chatgate" (resource "urn:chatgate"; "urn:other" gives audience
-// "other"), and "page" (authorization code + PKCE, public, refresh tokens) for the chat page.
+// "other"), and "page" (authorization code + PKCE, public, refresh tokens) for the chat page and the useChat
+// test app, whose addresses OIDC_PAGE_REDIRECTS lists (comma-separated) as its redirect URIs.
 // Test-only routes beside the provider:
 //   GET  /test/stats   -> {"jwks_fetches": n}: how often the JWKS was fetched
 //   POST /test/rotate  -> new signing keys (the old ones are gone from the JWKS)

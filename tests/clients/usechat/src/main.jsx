@@ -6,14 +6,19 @@
 // `Authorization: Bearer`; kept in memory only and dropped from the address bar at once),
 // thread (a server-held thread id: the page loads GET .../threads/{id}/messages into useChat, each
 // request sends only the newest message, as docs/conversations.md describes, and useChat's
-// `resume: true` picks up an answer still streaming, GET .../chat/{id}/stream, as docs/resume.md describes).
+// `resume: true` picks up an answer still streaming, GET .../chat/{id}/stream, as docs/resume.md describes),
+// sign_in (JSON {issuer, client_id, params}, the shape of chatgate's GET /sign-in.json: the app signs its
+// user in with that OpenID provider, authorization code + PKCE, src/sign_in.js, and sends the user's
+// access token as `Authorization: Bearer` instead of a key).
 // Everything a test reads or clicks carries a data-testid (tests/e2e/test_usechat_browser.py).
 
 import React, { useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { useChat } from "@ai-sdk/react";
 import * as ai from "ai";
+import { signIn, subjectOf, takeSignInAnswer } from "./sign_in.js";
 
+const returned = takeSignInAnswer(); // first: back from the provider, this restores the app's query
 const params = new URLSearchParams(location.search);
 const base = params.get("base") || location.origin;
 const agent = params.get("agent") || "default";
@@ -25,7 +30,11 @@ if (key !== null) {
   const query = params.toString();
   history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}${location.hash}`);
 }
-const headers = key ? { Authorization: `Bearer ${key}` } : {};
+const signInSettings = params.has("sign_in") ? JSON.parse(params.get("sign_in")) : null;
+// Every request asks for the signed-in user's token: the stored one while fresh, else a new sign-in.
+const headers = signInSettings
+  ? async () => ({ Authorization: `Bearer ${await signIn(signInSettings)}` })
+  : () => (key ? { Authorization: `Bearer ${key}` } : {});
 const agentUrl = `${base}/agents/${encodeURIComponent(agent)}`;
 const FRONTEND_TOOL = "pick_color";
 
@@ -48,7 +57,8 @@ const transport = new ai.DefaultChatTransport({
 });
 
 async function loadThread() {
-  const response = await fetch(`${agentUrl}/threads/${encodeURIComponent(thread)}/messages`, { headers });
+  const url = `${agentUrl}/threads/${encodeURIComponent(thread)}/messages`;
+  const response = await fetch(url, { headers: await headers() });
   if (response.status === 404) return []; // a new thread: the first turn creates it
   if (!response.ok) throw new Error(`loading the thread failed: ${response.status} ${await response.text()}`);
   return (await response.json()).messages;
@@ -150,19 +160,26 @@ function App({ initialMessages }) {
 }
 
 function Root() {
-  const [loaded, setLoaded] = useState(thread ? null : []);
+  const [loaded, setLoaded] = useState(thread || signInSettings ? null : []);
   const [loadError, setLoadError] = useState(null);
+  const [user, setUser] = useState(null);
   useEffect(() => {
-    if (thread) loadThread().then(setLoaded, (error) => setLoadError(String(error?.message ?? error)));
+    const signedIn = signInSettings
+      ? signIn(signInSettings, returned).then((token) => setUser(subjectOf(token)))
+      : Promise.resolve();
+    signedIn
+      .then(() => (thread ? loadThread() : []))
+      .then(setLoaded, (error) => setLoadError(String(error?.message ?? error)));
   }, []);
   return (
     <main>
       <h1>
         useChat on ai <span data-testid="ai-major">{__AI_MAJOR__}</span>
         {thread && <small> thread <span data-testid="thread">{thread}</span></small>}
+        {user && <small> signed in as <span data-testid="user">{user}</span></small>}
       </h1>
       {loadError && <p data-testid="error" role="alert">{loadError}</p>}
-      {loaded === null && !loadError && <p data-testid="loading">Loading the thread…</p>}
+      {loaded === null && !loadError && <p data-testid="loading">{thread ? "Loading the thread…" : "Signing in…"}</p>}
       {loaded !== null && <App initialMessages={loaded} />}
     </main>
   );
