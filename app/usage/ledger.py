@@ -1,11 +1,14 @@
 """The usage ledger: one row per run (who, agent, thread, model, time, tokens, cost), and its summaries.
 
 In the configured store (table ``usage``, app/store/schema.py), or, with no store, in this process's
-memory (lost at restart, per process). ``summary`` groups rows by person, key, agent, model and UTC day.
+memory (lost at restart, per process; bounded: see ``MemoryLedger``). ``summary`` groups rows by person,
+key, agent, model and UTC day.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -13,7 +16,21 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from chatgate.store import Engine
 
-__all__ = ["GROUPS", "Group", "MemoryLedger", "SqlUsageLedger", "UsageLedger", "UsageRecord", "day_of"]
+__all__ = [
+    "GROUPS",
+    "MEMORY_LEDGER_RUNS",
+    "Group",
+    "MemoryLedger",
+    "SqlUsageLedger",
+    "UsageLedger",
+    "UsageRecord",
+    "day_of",
+]
+
+logger = logging.getLogger("chatgate.usage")
+
+MEMORY_LEDGER_RUNS = 50_000
+"""The most runs the in-memory ledger keeps (a run's row is about 0.5 kB: some 25 MB at most)."""
 
 Group: TypeAlias = Literal["person", "key", "agent", "model", "day"]
 GROUPS: tuple[Group, ...] = ("person", "key", "agent", "model", "day")
@@ -24,6 +41,13 @@ _SUMS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_toke
 def day_of(at: float) -> str:
     """The UTC day of a time in seconds since the epoch: ``2026-11-25``."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+def _previous_month_start(at: float) -> float:
+    """00:00 UTC on the first of the calendar month before the one ``at`` falls in."""
+    now = datetime.fromtimestamp(at, UTC)
+    year, month = (now.year - 1, 12) if now.month == 1 else (now.year, now.month - 1)
+    return datetime(year, month, 1, tzinfo=UTC).timestamp()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +106,32 @@ def _row(groups: Mapping[str, Any], records: Sequence[UsageRecord]) -> dict[str,
 
 
 class MemoryLedger:
-    """The ledger with no store: this process's runs since it started."""
+    """The ledger with no store: this process's runs of this calendar month and the last, at most ``max_runs``.
 
-    def __init__(self) -> None:
-        self._records: list[UsageRecord] = []
+    Budgets do not read the ledger (they have their own counters, app/usage/counters.py), so it keeps what
+    ``/usage`` answers by default (this month) and the month before; older runs are dropped as new ones
+    come. ``max_runs`` bounds it whatever the traffic: past it the oldest run goes (logged once).
+    """
+
+    def __init__(self, max_runs: int = MEMORY_LEDGER_RUNS) -> None:
+        self._records: deque[UsageRecord] = deque(maxlen=max_runs)
+        self._warned = False
+
+    def __len__(self) -> int:
+        """How many runs are kept."""
+        return len(self._records)
 
     async def record(self, record: UsageRecord) -> None:
-        """Append the run's row."""
+        """Append the run's row, dropping rows older than last month, and the oldest one when full."""
+        kept_since = _previous_month_start(record.at)
+        while self._records and self._records[0].at < kept_since:
+            self._records.popleft()
+        if len(self._records) == self._records.maxlen and not self._warned:
+            self._warned = True
+            logger.warning(
+                "the in-memory usage ledger is full (%d runs): older runs leave /usage; set [store] url to keep them",
+                self._records.maxlen,
+            )
         self._records.append(record)
 
     async def summary(

@@ -1,16 +1,20 @@
-"""The ledger's filters on SQLite, PostgreSQL and in memory: a caller's own rows and nobody else's."""
+"""The ledger's filters on SQLite, PostgreSQL and in memory: a caller's own rows and nobody else's; the
+in-memory ledger's bounds."""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from chatgate.store import open_store
 from chatgate.usage.ledger import MemoryLedger, SqlUsageLedger, UsageLedger, UsageRecord
 
 
-def _record(key_id: str | None, person: str | None, tokens: int) -> UsageRecord:
-    at = time.time()
+def _record(key_id: str | None, person: str | None, tokens: int, at: float | None = None) -> UsageRecord:
+    at = time.time() if at is None else at
     return UsageRecord(at, key_id, person, "bot", "t1", f"r{tokens}", "up:m", 1, 0, tokens, 1, None, None, None)
 
 
@@ -43,3 +47,32 @@ async def test_the_ledger_in_the_store_filters_a_callers_own_rows(store_url: str
 
 async def test_the_ledger_in_memory_filters_the_same() -> None:
     await _check(MemoryLedger())
+
+
+async def test_the_ledger_in_memory_keeps_at_most_max_runs_the_newest(caplog: pytest.LogCaptureFixture) -> None:
+    ledger = MemoryLedger(max_runs=100)
+    for n in range(1, 1001):
+        await ledger.record(_record("k1", None, n))
+    assert len(ledger) == 100
+    assert [r.message for r in caplog.records].count(
+        "the in-memory usage ledger is full (100 runs): older runs leave /usage; set [store] url to keep them"
+    ) == 1
+    now = time.time()
+    (row,) = await ledger.summary([], now - 60, now + 60)
+    assert row["runs"] == 100 and row["input_tokens"] == sum(range(901, 1001))  # runs 901..1000
+
+
+async def test_the_ledger_in_memory_drops_runs_older_than_last_month() -> None:
+    ledger = MemoryLedger()
+
+    def at(month: int, day: int = 15) -> float:
+        return datetime(2026, month, day, tzinfo=UTC).timestamp()
+
+    for month, tokens in ((8, 1), (9, 2), (10, 3)):
+        await ledger.record(_record("k1", None, tokens, at(month)))
+    await ledger.record(_record("k1", None, 4, at(11, 1)))  # November: August and September leave
+    assert len(ledger) == 2
+    rows = await ledger.summary(["day"], at(1), at(12))
+    assert [(row["day"], row["input_tokens"]) for row in rows] == [("2026-10-15", 3), ("2026-11-01", 4)]
+    await ledger.record(_record("k1", None, 5, datetime(2027, 1, 2, tzinfo=UTC).timestamp()))
+    assert len(ledger) == 1  # in January, last month is December of the year before
