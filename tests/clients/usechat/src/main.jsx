@@ -9,7 +9,8 @@
 // `resume: true` picks up an answer still streaming, GET .../chat/{id}/stream, as docs/resume.md describes),
 // sign_in (JSON {issuer, client_id, params}, the shape of chatgate's GET /sign-in.json: the app signs its
 // user in with that OpenID provider, authorization code + PKCE, src/sign_in.js, and sends the user's
-// access token as `Authorization: Bearer` instead of a key).
+// access token as `Authorization: Bearer` instead of a key; from the query for the tests only: a real app
+// fixes its provider in its code, docs/identity.md).
 // Everything a test reads or clicks carries a data-testid (tests/e2e/test_usechat_browser.py).
 
 import React, { useEffect, useState } from "react";
