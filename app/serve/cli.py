@@ -18,6 +18,7 @@ import uvicorn
 
 from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
+from chatgate.serve.version import installed_version
 from chatgate.telemetry import logging_config
 
 __all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
@@ -30,6 +31,7 @@ Linux caps it at ``net.core.somaxconn``."""
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``chatgate`` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="chatgate", description="Chat frontends to any LLM.")
+    parser.add_argument("--version", action="version", version=f"chatgate {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="start the service")
