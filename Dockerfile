@@ -8,7 +8,8 @@ WORKDIR /srv/chatgate
 COPY pyproject.toml README.md LICENSE ./
 COPY app ./app
 COPY adapters ./adapters
-RUN pip install --no-cache-dir . && useradd --system --no-create-home chatgate
+RUN pip install --no-cache-dir . && groupadd --system --gid 10001 chatgate \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home chatgate
 
 USER chatgate
 # The container binds 0.0.0.0, and chatgate refuses that without [[keys]] in the config unless this is true.

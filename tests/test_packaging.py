@@ -35,7 +35,7 @@ def test_entry_points_name_the_installed_package() -> None:
 
 
 def test_the_wheel_builds_without_a_warning_and_holds_every_module_and_the_chat_page(tmp_path: Path) -> None:
-    pytest.importorskip("setuptools", minversion="69", reason="pip install -e '.[test]' brings setuptools>=69")
+    pytest.importorskip("setuptools", minversion="77", reason="pip install -e '.[test]' brings setuptools>=77")
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
