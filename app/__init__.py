@@ -116,7 +116,7 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from chatgate.serve.version import installed_version
+        from chatgate.version import installed_version
 
         globals()[name] = installed_version()
         return globals()[name]

@@ -1,7 +1,7 @@
 """The ``chatgate`` command: ``serve`` and ``check-config``, worker processes, process-wide settings.
 
 ``cli.py`` (the command line), ``workers.py`` (``--workers N``: forked workers sharing one socket) and
-``process.py`` (what ``serve`` sets process-wide before serving) and ``version.py`` (the installed version).
+``process.py`` (what ``serve`` sets process-wide before serving).
 """
 
 __all__: list[str] = []  # the interface is the `chatgate` command (pyproject.toml: chatgate.serve.cli:main)

@@ -18,8 +18,8 @@ import uvicorn
 
 from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
-from chatgate.serve.version import installed_version
 from chatgate.telemetry import logging_config
+from chatgate.version import installed_version
 
 __all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
 
