@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The release check (scripts/test.sh runs it): build the sdist and the wheel into dist/, `twine check`
+# The release check (scripts/test.sh runs it): build the sdist, and the wheel from it, into dist/, `twine check`
 # them, install the wheel into a clean virtual environment, then from that install alone:
 # `chatgate --version`, `chatgate check-config` on every example config (docs/examples/**/*.toml and the
 # config in deploy/kubernetes/configmap.yaml), and `chatgate serve` on loopback streaming one useChat and
-# one AG-UI answer from the built-in model, stopped by its PID.
+# one AG-UI answer from the built-in model and serving the chat page's script, stopped by its PID.
 #
 # The clean venv holds only the wheel's declared dependencies: it is cached outside the clone, keyed by
 # the wheel's Requires-Dist lines and the Python version, and the wheel itself is reinstalled every run.
@@ -25,7 +25,7 @@ quietly() { "$@" >"$work/step.log" 2>&1 || { cat "$work/step.log" >&2; return 1;
 
 rm -rf dist
 # No isolation: the test extra already holds setuptools>=69, so the build needs no registry.
-quietly "$python" -m build --sdist --wheel --no-isolation --outdir dist .
+quietly "$python" -m build --no-isolation --outdir dist .  # the sdist, then the wheel built from it
 "$python" -m twine --no-color check --strict dist/*
 wheel="$(ls dist/*.whl)"
 say "built $(cd dist && ls | tr '\n' ' ')"
@@ -102,7 +102,10 @@ assert chat[-1]["type"] == "finish" and "hello from the release check" in text, 
 agui = stream("/ag-ui", {"threadId": "t1", "runId": "r1", "state": {}, "tools": [], "context": [],
                          "forwardedProps": {}, "messages": [{"id": "u1", "role": "user", "content": "hi there"}]})
 assert agui[-1]["type"] == "RUN_FINISHED" and any(f["type"] == "TEXT_MESSAGE_CONTENT" for f in agui), agui
-print(f"release-check: served and streamed from the wheel: useChat {len(chat)} frames, AG-UI {len(agui)} frames")
+with urllib.request.urlopen(base + "/static/chat.js", timeout=10) as script:  # the chat page's package data
+    assert script.status == 200 and len(script.read()) > 100_000
+print(f"release-check: served and streamed from the wheel: useChat {len(chat)} frames, AG-UI {len(agui)} frames,"
+      " the chat page's script")
 PY
 kill "$server_pid"
 wait "$server_pid" || true
