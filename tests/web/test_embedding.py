@@ -106,6 +106,21 @@ def test_a_mount_without_its_lifespan_answers_503_naming_the_fix() -> None:
     assert error["code"] == "not_started" and "lifespan()" in error["message"]
 
 
+def test_chatgate_s_lifespan_can_be_the_host_s_own() -> None:
+    chat = create_app(_config())
+    app = FastAPI(lifespan=chat.lifespan)
+    app.mount("/llm", chat)
+    server = LiveServer(app)
+    server.start()
+    try:
+        assert chat.state.started
+        (agent,) = httpx.get(f"{server.url}/llm/agents", headers=AUTH).json()["agents"]
+    finally:
+        server.stop()
+    assert agent["name"] == "bot"
+    assert not chat.state.started  # the host's shutdown closed it
+
+
 async def test_the_lifespan_is_entered_once() -> None:
     chat = create_app(_config())
     async with chat.lifespan():
