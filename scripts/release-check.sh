@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The release check (scripts/test.sh runs it): build the sdist, and the wheel from it, into dist/, `twine check`
 # them, install the wheel into a clean virtual environment, then from that install alone:
-# `chatgate --version`, `chatgate check-config` on every example config (docs/examples/**/*.toml and the
-# config in deploy/kubernetes/configmap.yaml), and `chatgate serve` on loopback streaming one useChat and
+# `chatgate --version`, `chatgate check-config` on every example config (docs/examples/**/*.toml, the
+# config in deploy/kubernetes/configmap.yaml and the whole configs among the docs' TOML blocks: see
+# scripts/example_configs.py), and `chatgate serve` on loopback streaming one useChat and
 # one AG-UI answer from the built-in model and serving the chat page's script, stopped by its PID.
 #
 # The clean venv holds only the wheel's declared dependencies: it is cached outside the clone, keyed by
@@ -57,18 +58,20 @@ expected="$("$python" -c "import tomllib; print(tomllib.load(open('$root/pyproje
 [ "$("$venv/bin/python" -c 'import chatgate; print(chatgate.__version__)')" = "$expected" ]
 say "installed: $("$chatgate" --version)"
 
-# Every example config: the files under docs/examples, and the Kubernetes ConfigMap's chatgate.toml.
-"$python" -c "
-import yaml
-for doc in yaml.safe_load_all(open('$root/deploy/kubernetes/configmap.yaml')):
-    open('$work/configmap.toml', 'w').write(doc['data']['chatgate.toml'])
-"
-# What the examples read from the environment (the Kubernetes one from its Secret).
-export POSTGRES_PASSWORD=release-check CHATGATE_API_KEY=release-check-key-0123 OPENAI_API_KEY=sk-release-check \
-    CHATGATE_LOCAL_MODEL_URL=http://127.0.0.1:8081/v1
-for config in "$root"/docs/examples/*.toml "$root"/docs/examples/*/*.toml "$work/configmap.toml"; do
-    "$chatgate" check-config "$config" | sed "s|$root/||; s|$work/configmap.toml|deploy/kubernetes/configmap.yaml's chatgate.toml|"
-done
+# Every example config (scripts/example_configs.py): the files under docs/examples, the Kubernetes
+# ConfigMap's, and every ```toml block of the README and docs/ that is a whole config.
+"$python" "$root/scripts/example_configs.py" "$work/examples" >"$work/examples.list"
+(
+    source "$work/examples/env"  # a value for every ${env:NAME} they read
+    while IFS=$'\t' read -r config label; do
+        if ! "$chatgate" check-config "$config" >"$work/check.out" 2>&1; then
+            say "$label is not a valid config:" >&2
+            cat "$work/check.out" >&2
+            exit 1
+        fi
+        sed "s|^$config|$label|" "$work/check.out"
+    done <"$work/examples.list"
+)
 
 # Serve the built-in model on a free loopback port, stream once through each protocol, stop by PID.
 port="$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
