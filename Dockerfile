@@ -1,13 +1,15 @@
 # chatgate: one process, configured by $CHATGATE_CONFIG in a mounted config folder (see docs/deployment.md).
-FROM python:3.12-slim
+# The Python the tests run on (pyproject.toml's [tool.mypy] python_version; tests/test_deployment.py checks).
+FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /srv/chatgate
 
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY app ./app
 COPY adapters ./adapters
-RUN pip install --no-cache-dir . && useradd --system --no-create-home chatgate
+RUN pip install --no-cache-dir . && groupadd --system --gid 10001 chatgate \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home chatgate
 
 USER chatgate
 # The container binds 0.0.0.0, and chatgate refuses that without [[keys]] in the config unless this is true.

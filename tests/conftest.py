@@ -19,6 +19,7 @@ from starlette.types import ASGIApp
 
 from chatgate.config import Config, parse_config
 from chatgate.web.app import create_app
+from tests.markers import apply_markers
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
 from tests.servers import running_postgres, running_redis
 
@@ -48,6 +49,11 @@ class LiveServer:
         self._server.should_exit = True
         self._thread.join(timeout=10)
         self._sock.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with the parts it needs: ``-m "not browser"`` and friends (tests/markers.py)."""
+    apply_markers(items)
 
 
 def make_config(agents: dict[str, dict[str, Any]], **top: Any) -> Config:

@@ -1,6 +1,8 @@
 """The container files agree with the service: no Docker engine runs here, so their contract is checked."""
 
 import fnmatch
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -62,7 +64,7 @@ def test_the_build_context_leaves_out_the_virtualenv_node_modules_git_and_caches
         "chatgate.egg-info/PKG-INFO",
     ]:
         assert ignored(path), path
-    for path in ["pyproject.toml", "README.md", "app/web/app.py", "adapters/ag_ui/encode.py"]:
+    for path in ["pyproject.toml", "README.md", "LICENSE", "app/web/app.py", "adapters/ag_ui/encode.py"]:
         assert not ignored(path), path  # what the Dockerfile copies
 
 
@@ -71,6 +73,15 @@ def test_the_image_serves_on_all_interfaces_with_a_healthcheck() -> None:
     assert 'CMD ["chatgate", "serve", "--host", "0.0.0.0", "--port", "8000"]' in dockerfile
     assert "HEALTHCHECK" in dockerfile and "/healthz" in dockerfile
     assert "USER chatgate" in dockerfile
+
+
+def test_the_image_runs_the_python_the_tests_run_on() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    (base,) = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("FROM ")]
+    tested = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert base == f"python:{tested}-slim"
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["python_version"] == tested
+    assert "COPY pyproject.toml README.md LICENSE ./" in dockerfile  # the license ships in the wheel
 
 
 def test_compose_publishes_the_keyless_example_on_this_machine_only() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
-    {"errors", "history", "events", "caller", "operator_code", "redis_client", "adapters"},
+    {"errors", "history", "events", "caller", "operator_code", "redis_client", "version", "mounting", "adapters"},
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry"},
     {"store", "files", "protocol", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage"},
@@ -25,7 +25,8 @@ LAYERS: list[set[str]] = [
     {"web"},
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]
-"""Bottom to top. Foundations; ids, config, run logs, meters and logs; the store, files, the protocol
+"""Bottom to top. Foundations (with the installed version and the route path under a mount); ids,
+config, run logs, meters and logs; the store, files, the protocol
 interface, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
 tracing and the adapters; one run; access, stored threads, the Python API and MCP tools; the HTTP edge;
 the command and the public API."""

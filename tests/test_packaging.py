@@ -35,10 +35,10 @@ def test_entry_points_name_the_installed_package() -> None:
 
 
 def test_the_wheel_builds_without_a_warning_and_holds_every_module_and_the_chat_page(tmp_path: Path) -> None:
-    pytest.importorskip("setuptools", minversion="69", reason="pip install -e '.[test]' brings setuptools>=69")
+    pytest.importorskip("setuptools", minversion="77", reason="pip install -e '.[test]' brings setuptools>=77")
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     for name in ("app", "adapters"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -55,6 +55,8 @@ def test_the_wheel_builds_without_a_warning_and_holds_every_module_and_the_chat_
     page = {f"chatgate/static/{path.name}" for path in (ROOT / "app" / "static").iterdir()}
     assert page == {"chatgate/static/index.html", "chatgate/static/chat.css", "chatgate/static/chat.js"}
     assert page | {"chatgate/py.typed", "chatgate/adapters/py.typed"} <= names
+    (license_file,) = [name for name in names if name.startswith("chatgate-") and name.endswith("/LICENSE")]
+    assert zipfile.ZipFile(wheel).read(license_file) == (ROOT / "LICENSE").read_bytes()
     assert {name for name in names if not name.startswith("chatgate-")} == modules | page | {
         "chatgate/py.typed",
         "chatgate/adapters/py.typed",

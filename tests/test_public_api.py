@@ -1,9 +1,14 @@
 """The public API is small and exact, as httpx's: what ``chatgate`` exports and nothing else."""
 
+import importlib.metadata
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import chatgate
+
+PYPROJECT = Path(__file__).parent.parent / "pyproject.toml"
 
 PUBLIC = {
     "create_app",
@@ -49,3 +54,10 @@ def test_importing_the_config_does_not_load_the_server() -> None:
     code = "import sys, chatgate.config; print('chatgate.web' in sys.modules, 'chatgate.run' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_the_version_is_the_installed_package_s() -> None:
+    installed = importlib.metadata.version("chatgate")
+    assert chatgate.__version__ == installed == tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+    out = subprocess.run([sys.executable, "-m", "chatgate.serve.cli", "--version"], capture_output=True, text=True)
+    assert (out.returncode, out.stdout.strip()) == (0, f"chatgate {installed}")

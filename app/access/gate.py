@@ -26,6 +26,7 @@ from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
 from chatgate.errors import RequestError, error_response
 from chatgate.identity import TokenVerifier
+from chatgate.mounting import route_path
 
 if TYPE_CHECKING:
     from chatgate.run import Agent, AgentRegistry
@@ -97,7 +98,7 @@ class AccessMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Set the caller, or answer with the refusal."""
-        if scope["type"] != "http" or scope["path"] in self.open_paths:
+        if scope["type"] != "http" or route_path(scope) in self.open_paths:
             await self.app(scope, receive, send)
             return
         state = scope["app"].state

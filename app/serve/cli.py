@@ -19,6 +19,7 @@ import uvicorn
 from chatgate.config import Config, default_config, load_config
 from chatgate.errors import ConfigError
 from chatgate.telemetry import logging_config
+from chatgate.version import installed_version
 
 __all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
 
@@ -30,6 +31,7 @@ Linux caps it at ``net.core.somaxconn``."""
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``chatgate`` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="chatgate", description="Chat frontends to any LLM.")
+    parser.add_argument("--version", action="version", version=f"chatgate {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="start the service")
@@ -40,6 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
     serve.add_argument(
         "--backlog", type=int, default=BACKLOG, help=f"connections waiting to be accepted (default {BACKLOG})"
+    )
+    serve.add_argument(
+        "--root-path",
+        default="",
+        help="the path prefix a proxy strips before forwarding (e.g. /llm): GET /agents lists routes under it",
     )
 
     check = commands.add_parser("check-config", help="validate a config file without serving")
@@ -117,6 +124,9 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("--workers must be at least 1", file=sys.stderr)
         return 2
+    if args.root_path and not args.root_path.startswith("/"):
+        print(f"--root-path must start with / (got {args.root_path!r})", file=sys.stderr)
+        return 2
     config_path = Path(path) if path else None
     settings: dict[str, Any] = {
         "host": args.host,
@@ -125,6 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
         "log_config": log_config,
         "proxy_headers": True,
         "backlog": args.backlog,
+        "root_path": args.root_path.rstrip("/"),  # uvicorn puts it in scope["root_path"] (app/mounting/)
         "timeout_graceful_shutdown": config.server.shutdown_grace_seconds,
         "http": guarded_protocol(config.server),  # head cap and timeouts (app/serve/connections.py)
     }

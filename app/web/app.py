@@ -11,11 +11,11 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, MutableMapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,6 +31,7 @@ from chatgate.config import Budget, Config, ConfigWatcher, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
 from chatgate.mcp import MCPServers
+from chatgate.mounting import served_path
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.providers import upstream_client
 from chatgate.redis_client import connect_redis
@@ -78,11 +79,24 @@ class ChatgateApp(Starlette):
     stays usable.
     """
 
+    def lifespan(self, host: object = None) -> AbstractAsyncContextManager[None]:
+        """The start and stop of chatgate, for the app it is mounted in (docs/embedding.md).
+
+        Starlette and FastAPI run no lifespan of a mounted app: enter this one from the host's, either
+        ``FastAPI(lifespan=chat.lifespan)`` or ``async with chat.lifespan():`` inside your own lifespan.
+        ``host`` is the app whose lifespan calls it, and is not used. Served on its own, chatgate runs it
+        itself.
+        """
+        return cast(AbstractAsyncContextManager[None], self.router.lifespan_context(self))
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Record the unwrapped ``send``, then handle the request as Starlette does."""
         scope[RAW_SEND_KEY] = send
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
+            return
+        if not self.state.started:  # mounted, and the host never entered ``lifespan``: no agents yet
+            await _not_started()(scope, receive, send)
             return
         started = ended = False
 
@@ -114,8 +128,11 @@ def create_app(
     protocols: Sequence[UIProtocol] | None = None,
     config_path: Path | None = None,
     person_budget: PersonBudget | None = None,
-) -> Starlette:
+) -> ChatgateApp:
     """The chatgate ASGI app for ``config`` (the built-in default agent when None).
+
+    Mounted in another app (FastAPI, Starlette), enter its ``lifespan()`` from that app's own
+    (docs/embedding.md).
 
     With ``config_path`` the app reloads that file on SIGHUP or when it changes (see app/config/reload.py).
     ``person_budget`` gives a named person's budget (the identity layer's ``[auth.jwt.budget]``).
@@ -125,6 +142,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if app.state.started:
+            raise RuntimeError("chatgate's lifespan is already running: enter it once (docs/embedding.md)")
         async with upstream_client() as http_client:
             # Redis is bound at start: a reload that changes redis_url takes effect on restart.
             app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
@@ -184,9 +203,11 @@ def create_app(
                 background.append(asyncio.create_task(checkpoint_runs(app.state.store, app.state.thread_runs)))
                 if app.state.redis is not None:  # only a Redis run log keeps journals to recover from
                     background.append(asyncio.create_task(sweep_dead_runs(app.state.store, app.state.recovery)))
+            app.state.started = True
             try:
                 yield
             finally:
+                app.state.started = False
                 for task in background:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -238,6 +259,7 @@ def create_app(
     app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
     app.state.thread_runs = set()
     app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
+    app.state.started = False  # True while the lifespan runs: until then a request gets 503 not_started
     return app
 
 
@@ -259,7 +281,10 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "default": default is not None and agent.name == default.name,
                 "description": agent.config.description,
                 "context": _context_info(agent),
-                "protocols": {protocol.name: f"/agents/{agent.name}/{protocol.route}" for protocol in protocols},
+                "protocols": {
+                    protocol.name: served_path(request.scope, f"/agents/{agent.name}/{protocol.route}")
+                    for protocol in protocols
+                },
             }
             for agent in registry
             if caller.may_use(agent.name)
@@ -413,6 +438,14 @@ async def _store_unavailable_handler(request: Request, exc: Exception) -> Respon
             headers={"Retry-After": str(STORE_RETRY_AFTER_SECONDS)},
         )
     )
+
+
+def _not_started() -> Response:
+    message = (
+        "chatgate has not started: it is mounted in an app that does not run its lifespan; enter"
+        " chatgate_app.lifespan() in that app's lifespan (docs/embedding.md)"
+    )
+    return error_response(RequestError(503, "not_started", message))
 
 
 def _internal_error() -> JSONResponse:

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,19 @@ def test_the_installed_command_serves_the_builtin_agent_with_no_config(chatgate_
     assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
     agents = httpx.get(f"{url}/agents").json()["agents"]
     assert [(a["name"], a["model"], a["default"]) for a in agents] == [("assistant", "builtin:echo", True)]
+
+
+def test_root_path_serves_what_a_prefix_stripping_proxy_forwards(chatgate_process: ChatgateProcess) -> None:
+    url, _ = chatgate_process("--root-path", "/llm/")  # the proxy took /llm off: chatgate sees /agents
+    (agent,) = httpx.get(f"{url}/agents").json()["agents"]
+    assert agent["protocols"] == {"ag-ui": "/llm/agents/assistant/ag-ui", "vercel-ai": "/llm/agents/assistant/chat"}
+    assert httpx.get(f"{url}/").text.count('src="static/chat.js"') == 1
+    chat = {"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+    lines = httpx.post(f"{url}/api/chat", json=chat).text.splitlines()
+    chunks = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    assert "Last user message: hi" in "".join(chunk.get("delta", "") for chunk in chunks)
+    assert chunks[-1]["type"] == "finish"
+
+
+def test_root_path_must_be_a_path() -> None:
+    assert main(["serve", "--root-path", "llm"]) == 2

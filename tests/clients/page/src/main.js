@@ -78,7 +78,9 @@ async function authHeaders() {
 
 /**
  * A fetch to this server with the key or token. A 401 asks the user for a key and tries again with it;
- * a refused token is refreshed (or the person signs in again) and tried once more.
+ * a refused token is refreshed (or the person signs in again) and tried once more. Paths are relative
+ * (`agents`, not `/agents`): they resolve against the page's address, so the page works wherever
+ * chatgate is mounted (`/llm/`).
  */
 async function api(path, init = {}) {
   for (let tries = 1; ; tries += 1) {
@@ -150,7 +152,7 @@ function writeHash() {
 // ---- agents ----------------------------------------------------------------------------------------
 
 async function loadAgents() {
-  const response = await api("/agents");
+  const response = await api("agents");
   if (!response.ok) {
     showPageError(`Could not list the agents: ${await readError(response)}`);
     setStatus("error");
@@ -188,7 +190,7 @@ async function chooseAgent(name, threadId = null) {
   $("policy").dataset.policy = agent.manage_system_prompt;
   $("description").textContent = agent.description || "";
   $("system-field").hidden = !clientOwned;
-  const threads = await api(`/agents/${encodeURIComponent(agent.name)}/threads`);
+  const threads = await api(`agents/${encodeURIComponent(agent.name)}/threads`);
   page.serverThreads = threads.ok;
   $("threads").hidden = !threads.ok;
   if (threads.ok) drawThreads((await threads.json()).threads);
@@ -199,12 +201,12 @@ async function chooseAgent(name, threadId = null) {
 // ---- server-held threads ---------------------------------------------------------------------------
 
 function threadPath(id, tail = "") {
-  return `/agents/${encodeURIComponent(page.agent.name)}/threads/${encodeURIComponent(id)}${tail}`;
+  return `agents/${encodeURIComponent(page.agent.name)}/threads/${encodeURIComponent(id)}${tail}`;
 }
 
 async function refreshThreads() {
   if (!page.serverThreads) return;
-  const response = await api(`/agents/${encodeURIComponent(page.agent.name)}/threads`);
+  const response = await api(`agents/${encodeURIComponent(page.agent.name)}/threads`);
   if (response.ok) drawThreads((await response.json()).threads);
 }
 
@@ -323,7 +325,7 @@ function startChat({ id, messages } = {}) {
     messages: messages ?? [],
     changed: scheduleDraw,
     transport: new DefaultChatTransport({
-      api: agent.protocols["vercel-ai"] ?? `/agents/${encodeURIComponent(agent.name)}/chat`,
+      api: `agents/${encodeURIComponent(agent.name)}/chat`,
       headers: authHeaders,
       prepareSendMessagesRequest: ({ id: chatId, messages: all, body, trigger, messageId }) => ({
         body: { ...body, id: chatId, messages: withSystemMessage(all), trigger, messageId },
