@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from chatgate.files_store import UPLOAD_PROVIDER, referenced_file
 from chatgate.history import (
     AssistantMessage,
     FilePart,
@@ -65,6 +66,10 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
 def _media(part: FilePart) -> dict[str, Any]:
     major = part.media_type.split("/", 1)[0]
     kind = major if major in _MEDIA_KINDS else "document"
+    upload = referenced_file(part.url)
+    if upload is not None:  # an upload, sent back as the FileSource a client names it by
+        source = {"type": "file", "value": upload[1], "provider": UPLOAD_PROVIDER, "mimeType": part.media_type}
+        return {"type": kind, "source": source}
     if part.url.startswith("data:") and ";base64," in part.url:
         data = part.url.split(";base64,", 1)[1]
         return {"type": kind, "source": {"type": "data", "value": data, "mimeType": part.media_type}}
