@@ -29,6 +29,7 @@ PUBLIC = {
     "FilePart",
     "ReasoningPart",
     "ToolCallPart",
+    "SourcePart",
     "ChatgateError",
     "ConfigError",
     "RequestError",

@@ -19,13 +19,14 @@ from chatgate.history import (
     FilePart,
     Message,
     ReasoningPart,
+    SourcePart,
     TextPart,
     ToolCallPart,
     ToolMessage,
     UserMessage,
 )
 
-__all__ = ["snapshot_messages"]
+__all__ = ["snapshot_messages", "source_value"]
 
 _MEDIA_KINDS = ("image", "audio", "video")
 
@@ -100,6 +101,26 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
             calls.append(call)
     if calls:
         assistant["toolCalls"] = calls
+    sources = [source_value(part) for part in message.parts if isinstance(part, SourcePart)]
+    if sources:
+        assistant["metadata"] = {"sources": sources}  # what the run's CUSTOM "source" events carried
     if message.text or calls:
         out.append(assistant)
     return out
+
+
+def source_value(source: SourcePart) -> dict[str, Any]:
+    """A cited source as the ``value`` of a ``CUSTOM`` ``source`` event (docs/files.md#sources)."""
+    value: dict[str, Any] = {
+        "sourceId": source.source_id,
+        "sourceType": "url" if source.url is not None else "document",
+    }
+    if source.url is not None:
+        value["url"] = source.url
+    if source.title:
+        value["title"] = source.title
+    if source.media_type:
+        value["mediaType"] = source.media_type
+    if source.filename:
+        value["filename"] = source.filename
+    return value
