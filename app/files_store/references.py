@@ -56,9 +56,8 @@ def file_path(agent: str, file_id: str) -> str:
 
 def referenced_file(url: str) -> tuple[str | None, str] | None:
     """``(agent or None, file id)`` when ``url`` is a reference to an upload, else None."""
-    if url.startswith(REFERENCE_PREFIX):
-        file_id = url.removeprefix(REFERENCE_PREFIX)
-        return (None, file_id) if is_file_id(file_id) else None
+    if url.startswith(REFERENCE_PREFIX):  # whatever follows: an id of no upload is a 404, not a bad URL
+        return None, url.removeprefix(REFERENCE_PREFIX)
     if not url.startswith(("/", "http://", "https://")):
         return None
     try:
@@ -94,9 +93,10 @@ async def resolve_references(
             named_agent, file_id = reference
             canonical = known.get(file_id)
             if canonical is None:
-                record = await files.describe(owner, agent, file_id) if named_agent in (None, agent) else None
+                mine = named_agent in (None, agent) and is_file_id(file_id)
+                record = await files.describe(owner, agent, file_id) if mine else None
                 if record is None:
-                    raise RequestError(404, "unknown_file", f"message {message.id!r}: no file {file_id!r} here")
+                    raise RequestError(404, "unknown_file", f"message {message.id!r}: no file {file_id[:80]!r} here")
                 canonical = known[file_id] = FilePart(record.media_type, file_path(agent, file_id), record.name)
             assert isinstance(part, FilePart)
             parts.append(replace(canonical, filename=part.filename or canonical.filename))

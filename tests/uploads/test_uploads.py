@@ -217,6 +217,24 @@ def test_a_stored_thread_keeps_the_reference_and_sends_the_bytes_each_turn(site:
     assert first[1] == {"type": "text", "text": "[The attached file 'dot.png' is no longer available.]"}
 
 
+def test_an_ag_ui_thread_gives_the_file_source_back_in_its_snapshot(site: Site) -> None:
+    png = upload(site, "kept")
+    calls = len(site.fakes["anthropic"].bodies)
+    image = {"type": "image", "source": {"type": "file", "value": png["id"]}}  # no mimeType: the upload's
+    thread = f"t-{secrets.token_hex(4)}"
+    ag_ui(site, "kept", [user_ag_ui(image)], threadId=thread)
+    hydrate = ag_ui(site, "kept", [user_ag_ui(image)], threadId=thread)  # adds nothing: a hydrate
+    snapshot = next(event for event in hydrate["events"] if event["type"] == "MESSAGES_SNAPSHOT")
+    source = {"type": "file", "value": png["id"], "provider": "chatgate", "mimeType": "image/png"}
+    assert snapshot["messages"][0]["content"][1] == {"type": "image", "source": source}
+    assert len(site.fakes["anthropic"].bodies) == calls + 1
+    assert site.fakes["anthropic"].bodies[-1]["messages"][0] == IMAGE_IN_ITS_FORM["anthropic"]
+    # An id that is no upload's, named as chatgate's, is a 404 too.
+    bad = {"type": "image", "source": {"type": "file", "value": "nonsense", "provider": "chatgate"}}
+    body = {"threadId": "t", "runId": "r", "messages": [user_ag_ui(bad)], "tools": [], "context": []}
+    assert error_of(httpx.post(f"{site.url}/agents/openai/ag-ui", json=body, headers=ALICE)) == (404, "unknown_file")
+
+
 def test_without_a_store_uploads_are_501(tmp_path: Path) -> None:
     server = LiveServer(create_app(make_config({"a": {"model": "builtin:echo"}})))
     server.start()
