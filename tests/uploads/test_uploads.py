@@ -257,3 +257,9 @@ def test_check_config_names_a_bad_files_table(tmp_path: Path) -> None:
     problems = "\n".join(caught.value.problems)
     assert "files.max_bytes" in problems and "files.allowed_types" in problems
     assert "'Image/PNG', 'pdf'" in problems
+    path.write_text(agents + "[files]\nmax_bytes = 100\n")  # valid, but nowhere to keep uploads
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.problems == ["files: uploads are kept in the store, and none is configured; set [store] url"]
+    path.write_text(agents + '[files]\nmax_bytes = 100\n[store]\nurl = "sqlite:///c.db"\n')
+    assert load_config(path).files.max_bytes == 100
