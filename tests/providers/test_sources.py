@@ -174,6 +174,11 @@ def test_a_stored_thread_keeps_its_sources(site: Site) -> None:
     use_chat(site, "kept", 7, chat_id="kept-1")
     stored = httpx.get(f"{site.url}/agents/kept/threads/kept-1/messages").json()["messages"]
     assert without_ids(stored[-1]["parts"]) == ANTHROPIC_UI_SOURCES
+    for version in (5, 6, 7):  # what a reload loads passes each major's validateUIMessages
+        messages_url = f"{site.url}/agents/kept/threads/kept-1/messages"
+        request = {"url": f"{site.url}/agents/kept/chat", "version": version, "chatId": "kept-1", "steps": []}
+        loaded = run_node_client("vercel_ai_thread.mjs", {**request, "messagesUrl": messages_url})["loaded"]
+        assert without_ids(loaded[-1]["parts"]) == ANTHROPIC_UI_SOURCES
     # An AG-UI thread's hydrate (a request adding nothing) shows them in the snapshot's metadata.
     ag_ui(site, "kept", thread_id="kept-2")
     hydrate = ag_ui(site, "kept", thread_id="kept-2")
