@@ -19,6 +19,8 @@ import pytest
 from chatgate.events import SourceCited
 from chatgate.history import AssistantMessage, SourcePart, TextPart, UserMessage
 from chatgate.providers.anthropic import encode_messages
+from chatgate.store.codec import decode_message, encode_message
+from chatgate.threads.journal import decode_record, encode_event
 from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config, run_node_client
 from tests.providers.fakes import (
@@ -213,3 +215,11 @@ async def test_anthropic_citations_on_a_starting_block_and_openai_flat_annotatio
     async with FakeUpstream(reply) as fake:
         events = await stream_once("openai", fake.url, question)
     assert [(e.url, e.title) for e in events if isinstance(e, SourceCited)] == [(PAGE, "Flat")]
+
+
+def test_a_source_survives_the_run_journal_and_the_store_codec() -> None:
+    event = SourceCited("src_1", url=PAGE, title="Sky")
+    assert decode_record(encode_event(event)) == event  # a dead producer's turn is rebuilt with it
+    document = SourcePart("src_2", None, "Terms", "text/plain", "terms.txt")
+    message = AssistantMessage((TextPart("Blue."), document), id="a1")
+    assert decode_message(*encode_message(message), "a1") == message
