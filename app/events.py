@@ -27,6 +27,7 @@ __all__ = [
     "RunEvent",
     "RunFailed",
     "RunFinished",
+    "SourceCited",
     "StepFinished",
     "StepStarted",
     "TextDelta",
@@ -142,6 +143,21 @@ class ToolDenied:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceCited:
+    """The answer cites a source: a web page (``url`` set) or a document the request gave the model.
+
+    ``source_id`` is unique within the run; ``media_type`` is a document's (a page's is None). A provider
+    reports each source once per model call, however many passages of it the answer cites.
+    """
+
+    source_id: str
+    url: str | None = None
+    title: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts for one model call, as its provider reported them.
 
@@ -216,6 +232,7 @@ RunEvent: TypeAlias = (
     | ToolResult
     | ToolApprovalRequested
     | ToolDenied
+    | SourceCited
     | Usage
     | ModelFinished
     | StepStarted

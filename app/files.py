@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from chatgate.config import ServerSettings
 from chatgate.errors import RequestError
@@ -40,13 +40,19 @@ def data_url_bytes(url: str) -> bytes:
         raise ValueError(f"invalid base64: {exc}") from None
 
 
-def check_files(messages: Iterable[Message], settings: ServerSettings) -> None:
-    """Refuse any user file whose URL scheme is not allowed or whose inline bytes are too many."""
+def check_files(
+    messages: Iterable[Message], settings: ServerSettings, *, is_reference: Callable[[str], bool] | None = None
+) -> None:
+    """Refuse any user file whose URL scheme is not allowed or whose inline bytes are too many.
+
+    ``is_reference`` names the URLs of uploads a request's references were resolved to
+    (app/files_store/): they are checked there, not here.
+    """
     for message in messages:
         if not isinstance(message, UserMessage):
             continue
         for part in message.parts:
-            if isinstance(part, FilePart):
+            if isinstance(part, FilePart) and not (is_reference is not None and is_reference(part.url)):
                 _check(part, message.id, settings)
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "FilePart",
     "Message",
     "ReasoningPart",
+    "SourcePart",
     "SystemMessage",
     "TextPart",
     "ToolCallPart",
@@ -66,8 +67,22 @@ class ToolCallPart:
     provider_data: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SourcePart:
+    """A source the answer cites: a web page (``url``) or a document (``media_type``, ``title``).
+
+    Kept so a stored thread shows it again; never sent back to a model.
+    """
+
+    source_id: str
+    url: str | None = None
+    title: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+
+
 UserPart: TypeAlias = TextPart | FilePart
-AssistantPart: TypeAlias = TextPart | ReasoningPart | ToolCallPart
+AssistantPart: TypeAlias = TextPart | ReasoningPart | ToolCallPart | SourcePart
 
 
 @dataclass(frozen=True, slots=True)

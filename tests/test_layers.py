@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"errors", "history", "events", "caller", "operator_code", "redis_client", "version", "mounting", "adapters"},
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry"},
     {"store", "files", "protocol", "context", "identity", "adapters.base"},
-    {"approvals", "providers", "usage"},
+    {"approvals", "providers", "usage", "files_store"},
     {"leak_guard", "tracing", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
     {"access", "threads", "scripting", "mcp"},

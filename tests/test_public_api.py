@@ -34,6 +34,7 @@ PUBLIC = {
     "FilePart",
     "ReasoningPart",
     "ToolCallPart",
+    "SourcePart",
     "ChatgateError",
     "ConfigError",
     "RequestError",

@@ -28,6 +28,7 @@ from typing import Any
 
 import chatgate.adapters.ag_ui.wire as wire
 from chatgate.adapters.base import decode_body
+from chatgate.files_store import REFERENCE_PREFIX, UPLOAD_PROVIDER, is_file_id
 from chatgate.history import (
     AssistantMessage,
     AssistantPart,
@@ -121,6 +122,8 @@ def _user_part(part: wire.TextContent | wire.MediaPart | wire.BinaryPart) -> Use
             return FilePart(part.mime_type, f"data:{part.mime_type};base64,{part.data}", part.filename)
         if part.url is not None:
             return FilePart(part.mime_type, part.url, part.filename)
+        if part.id is not None and is_file_id(part.id):
+            return FilePart(part.mime_type, REFERENCE_PREFIX + part.id, part.filename)
         logger.info("skipped a binary part that names only a provider file id")
         return None
     source = part.source
@@ -128,6 +131,9 @@ def _user_part(part: wire.TextContent | wire.MediaPart | wire.BinaryPart) -> Use
         return FilePart(source.mime_type, f"data:{source.mime_type};base64,{source.value}")
     if isinstance(source, wire.UrlSource):
         return FilePart(source.mime_type or _guess_media_type(part.type, source.value), source.value)
+    if source.provider == UPLOAD_PROVIDER or (source.provider is None and is_file_id(source.value)):
+        # An upload (POST /agents/{agent}/files): the core checks it is the caller's and fills in its type.
+        return FilePart(source.mime_type or _DEFAULT_MEDIA_TYPES[part.type], REFERENCE_PREFIX + source.value)
     logger.info("skipped a %s part held as a provider file handle", part.type)
     return None
 

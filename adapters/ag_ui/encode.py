@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from chatgate.adapters.ag_ui.snapshot import snapshot_messages
+from chatgate.adapters.ag_ui.snapshot import snapshot_messages, source_value
 from chatgate.adapters.base import sse_frame
 from chatgate.config import AgentConfig
 from chatgate.events import (
@@ -27,6 +27,7 @@ from chatgate.events import (
     RunEvent,
     RunFailed,
     RunFinished,
+    SourceCited,
     StepFinished,
     StepStarted,
     TextDelta,
@@ -42,6 +43,7 @@ from chatgate.events import (
 )
 from chatgate.history import (
     AssistantMessage,
+    SourcePart,
     ToolMessage,
 )
 from chatgate.ids import new_id
@@ -53,6 +55,8 @@ __all__ = ["encode_run"]
 logger = logging.getLogger("chatgate.adapters.ag_ui")
 
 _FRAME_END = b"}\n\n"
+SOURCE_EVENT = "source"
+"""The name of the ``CUSTOM`` event that carries a cited source (docs/files.md#sources)."""
 
 
 def encode_run(run_input: RunInput, agent: AgentConfig, events: AsyncIterator[RunEvent]) -> AsyncGenerator[bytes, None]:
@@ -107,6 +111,7 @@ class _RunEncoder:
             ToolDenied: self._tool_denied,
             ToolApprovalRequested: self._approval_requested,
             Usage: self._usage,
+            SourceCited: self._source,
         }
 
     async def stream(self, events: AsyncIterator[RunEvent]) -> AsyncGenerator[bytes, None]:
@@ -267,6 +272,13 @@ class _RunEncoder:
             }
         )
         return b""
+
+    def _source(self, event: SourceCited) -> bytes:
+        """A ``CUSTOM`` event named ``source``: AG-UI has no event of its own for a cited source."""
+        value = source_value(SourcePart(event.source_id, event.url, event.title, event.media_type, event.filename))
+        if self._parent_message_id is not None:
+            value["messageId"] = self._parent_message_id  # the answer's message that cites it
+        return sse_frame({"type": "CUSTOM", "name": SOURCE_EVENT, "value": value})
 
     def _usage(self, event: Usage) -> bytes:
         self._input_tokens += event.input_tokens

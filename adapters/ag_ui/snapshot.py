@@ -13,18 +13,20 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from chatgate.files_store import UPLOAD_PROVIDER, referenced_file
 from chatgate.history import (
     AssistantMessage,
     FilePart,
     Message,
     ReasoningPart,
+    SourcePart,
     TextPart,
     ToolCallPart,
     ToolMessage,
     UserMessage,
 )
 
-__all__ = ["snapshot_messages"]
+__all__ = ["snapshot_messages", "source_value"]
 
 _MEDIA_KINDS = ("image", "audio", "video")
 
@@ -65,6 +67,10 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
 def _media(part: FilePart) -> dict[str, Any]:
     major = part.media_type.split("/", 1)[0]
     kind = major if major in _MEDIA_KINDS else "document"
+    upload = referenced_file(part.url)
+    if upload is not None:  # an upload, sent back as the FileSource a client names it by
+        source = {"type": "file", "value": upload[1], "provider": UPLOAD_PROVIDER, "mimeType": part.media_type}
+        return {"type": kind, "source": source}
     if part.url.startswith("data:") and ";base64," in part.url:
         data = part.url.split(";base64,", 1)[1]
         return {"type": kind, "source": {"type": "data", "value": data, "mimeType": part.media_type}}
@@ -95,6 +101,26 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
             calls.append(call)
     if calls:
         assistant["toolCalls"] = calls
+    sources = [source_value(part) for part in message.parts if isinstance(part, SourcePart)]
+    if sources:
+        assistant["metadata"] = {"sources": sources}  # what the run's CUSTOM "source" events carried
     if message.text or calls:
         out.append(assistant)
     return out
+
+
+def source_value(source: SourcePart) -> dict[str, Any]:
+    """A cited source as the ``value`` of a ``CUSTOM`` ``source`` event (docs/files.md#sources)."""
+    value: dict[str, Any] = {
+        "sourceId": source.source_id,
+        "sourceType": "url" if source.url is not None else "document",
+    }
+    if source.url is not None:
+        value["url"] = source.url
+    if source.title:
+        value["title"] = source.title
+    if source.media_type:
+        value["mediaType"] = source.media_type
+    if source.filename:
+        value["filename"] = source.filename
+    return value

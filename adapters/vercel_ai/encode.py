@@ -30,6 +30,7 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from chatgate.adapters.base import sse_frame
+from chatgate.adapters.vercel_ai.messages import ui_source
 from chatgate.adapters.vercel_ai.wire import (
     DENIED,
     METADATA_KEY,
@@ -43,6 +44,7 @@ from chatgate.events import (
     RunEvent,
     RunFailed,
     RunFinished,
+    SourceCited,
     StepFinished,
     StepStarted,
     TextDelta,
@@ -226,6 +228,8 @@ class _MessageStream:
             # it, as the AI SDK's own server sends them.
             self.step_ended = self.step_open
             return self._close_parts()
+        if isinstance(event, SourceCited):
+            return sse_frame(ui_source(event.source_id, event.url, event.title, event.media_type, event.filename))
         if isinstance(event, Usage):
             self.usage.add(event)
         return b""  # Usage (until ``finish``), ModelFinished: nothing a useChat client reads

@@ -21,13 +21,14 @@ from chatgate.history import (
     FilePart,
     Message,
     ReasoningPart,
+    SourcePart,
     TextPart,
     ToolCallPart,
     ToolMessage,
     UserMessage,
 )
 
-__all__ = ["ui_messages"]
+__all__ = ["ui_messages", "ui_source"]
 
 _METADATA_KEY = "chatgate"
 
@@ -84,10 +85,32 @@ def _assistant(group: list[tuple[Message, str]]) -> dict[str, Any]:
                 parts.append(reasoning)
             elif isinstance(part, ToolCallPart):
                 parts.append(_tool_part(part, results.get(part.tool_call_id)))
+            elif isinstance(part, SourcePart):
+                parts.append(ui_source(part.source_id, part.url, part.title, part.media_type, part.filename))
     ui: dict[str, Any] = {"id": first_id or "assistant", "role": "assistant", "parts": parts}
     if status != "complete":
         ui["metadata"] = {_METADATA_KEY: {"status": status}}
     return ui
+
+
+def ui_source(
+    source_id: str, url: str | None, title: str | None, media_type: str | None, filename: str | None
+) -> dict[str, Any]:
+    """A cited source as useChat's ``source-url`` (a page) or ``source-document`` part, in a stream or a message."""
+    if url is not None:
+        page: dict[str, Any] = {"type": "source-url", "sourceId": source_id, "url": url}
+        if title:
+            page["title"] = title
+        return page
+    document: dict[str, Any] = {
+        "type": "source-document",
+        "sourceId": source_id,
+        "mediaType": media_type or "text/plain",
+        "title": title or "Document",
+    }
+    if filename:
+        document["filename"] = filename
+    return document
 
 
 def _tool_part(call: ToolCallPart, result: ToolMessage | None) -> dict[str, Any]:

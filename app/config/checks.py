@@ -63,6 +63,8 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
         problems += _model_settings_problems(name, agent, provider.kind)
         problems += _context_problems(name, agent, provider.kind)
     problems += _key_problems(config)
+    if "files" in config.model_fields_set and config.store_url is None:
+        problems.append("files: uploads are kept in the store, and none is configured; set [store] url")
     return problems
 
 

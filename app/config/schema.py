@@ -32,6 +32,7 @@ __all__ = [
     "CodeConfig",
     "Config",
     "ContextConfig",
+    "FilesSettings",
     "JwtConfig",
     "KeyConfig",
     "LeakGuardConfig",
@@ -204,6 +205,43 @@ class StoreSettings(_Strict):
 
     url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
     finish_on_disconnect: bool = True
+
+
+_MEDIA_TYPE = r"^[a-z0-9][a-z0-9!#$&^_.+-]*/([a-z0-9][a-z0-9!#$&^_.+-]*|\*)$"
+
+DEFAULT_UPLOAD_TYPES = (
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+    "text/markdown",
+    "text/csv",
+)
+
+
+class FilesSettings(_Strict):
+    """``[files]``: uploads (``POST /agents/{agent}/files``, app/files_store/), kept in the store.
+
+    ``max_bytes`` bounds one file; ``allowed_types`` are media types (``type/subtype`` or ``type/*``).
+    """
+
+    max_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    allowed_types: tuple[str, ...] = DEFAULT_UPLOAD_TYPES
+
+    @field_validator("allowed_types")
+    @classmethod
+    def _media_types(cls, types: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [value for value in types if not re.fullmatch(_MEDIA_TYPE, value)]
+        if bad:
+            raise ValueError(f'media types are "type/subtype" or "type/*" in lower case: {", ".join(map(repr, bad))}')
+        return types
+
+    def allows(self, media_type: str) -> bool:
+        """Whether an upload of ``media_type`` (no parameters, lower case) is accepted."""
+        major = media_type.split("/", 1)[0]
+        return media_type in self.allowed_types or f"{major}/*" in self.allowed_types
 
 
 class TelemetrySettings(_Strict):
@@ -426,6 +464,7 @@ class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    files: FilesSettings = Field(default_factory=FilesSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     keys: tuple[KeyConfig, ...] = ()
     auth: AuthConfig = Field(default_factory=AuthConfig)

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chatgate.history import AssistantMessage, Message, SystemMessage, TextPart, ToolCallPart, UserMessage
+from chatgate.history import AssistantMessage, Message, SourcePart, SystemMessage, TextPart, ToolCallPart, UserMessage
 from chatgate.run_input import ToolDefinition
 
 __all__ = ["Anchor", "TokenCounter", "estimate", "estimate_tools"]
@@ -46,6 +46,8 @@ def estimate(message: Message) -> int:
         for part in message.parts:  # type: ignore[union-attr]
             if type(part) is ToolCallPart:
                 chars += len(part.name) + len(part.arguments) + 16
+            elif type(part) is SourcePart:
+                continue  # never sent to a model
             else:
                 chars += len(part.text)  # type: ignore[union-attr]
         return chars // _CHARS_PER_TOKEN + _MESSAGE_OVERHEAD

@@ -34,6 +34,7 @@ from chatgate.events import (
     ReasoningEnd,
     ReasoningStart,
     RunEvent,
+    SourceCited,
     TextDelta,
     TextEnd,
     TextStart,
@@ -45,9 +46,10 @@ from chatgate.events import (
 from chatgate.files import inline_base64
 from chatgate.history import (
     AssistantMessage,
+    AssistantPart,
     FilePart,
     Message,
-    ReasoningPart,
+    SourcePart,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -58,7 +60,7 @@ from chatgate.ids import new_id
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import malformed, parse_json, sse_messages
 from chatgate.providers.http import HTTPProvider, Upstream
-from chatgate.providers.parts import arguments_object, unsupported_file
+from chatgate.providers.parts import arguments_object, cite, unsupported_file
 
 __all__ = ["AnthropicProvider", "encode_messages"]
 
@@ -132,6 +134,7 @@ class AnthropicProvider(HTTPProvider):
         stop_reason: str | None = None
         response_id = response_model = ""
         finished = False
+        cited: set[str] = set()  # each source once per call, however many passages cite it
         async for _event, data in sse_messages(chunks):
             payload = parse_json(data, self.name)
             if not isinstance(payload, dict):
@@ -155,11 +158,19 @@ class AnthropicProvider(HTTPProvider):
                         yield ToolCallDelta(block.id, delta["partial_json"])
                 elif delta_type == "signature_delta":
                     block.parts.append(delta.get("signature") or "")
+                elif delta_type == "citations_delta":
+                    source = _source(delta.get("citation"), cited)
+                    if source is not None:
+                        yield source
             elif kind == "content_block_start":
                 index, content_block = payload.get("index"), payload.get("content_block")
                 if isinstance(index, int) and isinstance(content_block, dict):
                     for started in _start_block(blocks, index, content_block):
                         yield started
+                    for citation in content_block.get("citations") or ():
+                        source = _source(citation, cited)
+                        if source is not None:
+                            yield source
             elif kind == "content_block_stop":
                 block = blocks.pop(payload.get("index", -1), None)
                 if block is not None:
@@ -250,6 +261,35 @@ def _start_block(blocks: dict[int, _Block], index: int, content: dict[str, Any])
     return []  # server tool blocks and newer types: not ours to relay
 
 
+_DOCUMENT_TYPES = {"char_location": "text/plain", "page_location": "application/pdf"}
+
+
+def _source(citation: Any, cited: set[str]) -> SourceCited | None:
+    """The source a text block's citation names: a web search result's page, or a document of the request.
+
+    A document is known by its index in the request (``Document 1`` when it has no title); a search
+    result by its ``source`` (a page when that is a URL).
+    """
+    if not isinstance(citation, dict):
+        return None
+    kind = citation.get("type")
+    title = citation.get("title") or citation.get("document_title")
+    title = title if isinstance(title, str) else None
+    if kind == "web_search_result_location" and isinstance(citation.get("url"), str):
+        return cite(cited, url=citation["url"], title=title)
+    if kind == "search_result_location" and isinstance(citation.get("source"), str):
+        origin = citation["source"]
+        if origin.startswith(("https://", "http://")):
+            return cite(cited, url=origin, title=title)
+        return cite(cited, title=title or origin, key=f"search:{origin}")
+    if kind in ("char_location", "page_location", "content_block_location"):
+        index = citation.get("document_index")
+        number = index + 1 if isinstance(index, int) else 1
+        media_type = _DOCUMENT_TYPES.get(kind, "text/plain")
+        return cite(cited, title=title or f"Document {number}", media_type=media_type, key=f"document:{index}")
+    return None  # a citation type newer than this code
+
+
 def _cached(usage: Mapping[str, Any], before: int | None) -> int | None:
     """Input tokens read from the prompt cache, when the usage says (else what an earlier event said)."""
     value = usage.get("cache_read_input_tokens")
@@ -313,7 +353,9 @@ def _user_block(part: TextPart | FilePart, provider: str) -> dict[str, Any]:
     return {"type": kind, "source": {"type": "base64", "media_type": part.media_type, "data": data}}
 
 
-def _assistant_block(part: TextPart | ReasoningPart | ToolCallPart) -> dict[str, Any] | None:
+def _assistant_block(part: AssistantPart) -> dict[str, Any] | None:
+    if isinstance(part, SourcePart):
+        return None  # a source the answer cited: for the reader, not the model
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text} if part.text else None
     if isinstance(part, ToolCallPart):

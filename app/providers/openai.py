@@ -24,6 +24,7 @@ from chatgate.events import (
     ModelFinished,
     ReasoningDelta,
     RunEvent,
+    SourceCited,
     TextDelta,
     ToolCallDelta,
     ToolCallEnd,
@@ -46,7 +47,7 @@ from chatgate.ids import new_id
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import malformed, parse_json, sse_messages
 from chatgate.providers.http import HTTPProvider, Upstream
-from chatgate.providers.parts import unsupported_file
+from chatgate.providers.parts import cite, unsupported_file
 from chatgate.providers.spans import DeltaSpans
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json
@@ -97,6 +98,7 @@ class OpenAIProvider(HTTPProvider):
         usage: Usage | None = None
         answered: dict[str, Any] = {}  # the chunk that carried the finish reason: its id and model
         done = False
+        cited: set[str] = set()  # each source once per call, however many passages cite it
         async for event, data in sse_messages(chunks):
             if data == b"[DONE]":
                 done = True
@@ -124,6 +126,10 @@ class OpenAIProvider(HTTPProvider):
                             for opened in spans.open_text():
                                 yield opened
                         yield TextDelta(spans.text_id, content)
+                    annotations = delta.get("annotations")
+                    if annotations and isinstance(annotations, list):
+                        for source in _sources(annotations, cited):
+                            yield source
                     fragments = delta.get("tool_calls")
                     if fragments:
                         for closed in spans.close():
@@ -276,6 +282,22 @@ def _file(part: FilePart, provider: str) -> dict[str, Any]:
         name = part.filename or "attached file"
         return {"type": "text", "text": f"{name}:\n{text}"}
     raise unsupported_file(provider, part)
+
+
+def _sources(annotations: list[Any], cited: set[str]) -> list[SourceCited]:
+    """The pages a delta's ``url_citation`` annotations name (``{type, url_citation: {url, title}}``)."""
+    sources = []
+    for annotation in annotations:
+        if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+            continue
+        detail = annotation.get("url_citation")
+        detail = detail if isinstance(detail, dict) else annotation  # some servers put the fields flat
+        url, title = detail.get("url"), detail.get("title")
+        if isinstance(url, str) and url:
+            source = cite(cited, url=url, title=title if isinstance(title, str) else None)
+            if source is not None:
+                sources.append(source)
+    return sources
 
 
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:

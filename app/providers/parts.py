@@ -1,4 +1,4 @@
-"""What the providers' history encoders share: tool-call arguments as objects, refusing a file."""
+"""What the providers share: tool-call arguments as objects, refusing a file, a cited source once per call."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from typing import Any
 from pydantic_core import from_json
 
 from chatgate.errors import ProviderError
+from chatgate.events import SourceCited
 from chatgate.history import FilePart
+from chatgate.ids import new_id
 
-__all__ = ["arguments_object", "unsupported_file"]
+__all__ = ["arguments_object", "cite", "unsupported_file"]
 
 
 def arguments_object(arguments: str) -> dict[str, Any]:
@@ -28,3 +30,24 @@ def unsupported_file(provider: str, part: FilePart) -> ProviderError:
         f"{provider}: cannot send a {part.media_type} file {form}",
         public_message=f"This model cannot read {part.media_type} files sent {form}.",
     )
+
+
+def cite(
+    cited: set[str],
+    *,
+    url: str | None = None,
+    title: str | None = None,
+    media_type: str | None = None,
+    key: str | None = None,
+) -> SourceCited | None:
+    """A ``SourceCited`` for a web page (``url``) or a document (``media_type``), or None when already cited.
+
+    ``cited`` holds the keys (the URL, or ``key`` for a document) this model call has reported.
+    """
+    seen = key or url
+    if not seen or seen in cited:
+        return None
+    cited.add(seen)
+    if url is not None:
+        return SourceCited(new_id("src"), url=url, title=title or None)
+    return SourceCited(new_id("src"), title=title or "Document", media_type=media_type or "text/plain")

@@ -20,6 +20,7 @@ from chatgate.approvals import (
 )
 from chatgate.config import AgentConfig, Config, answer_tokens, resolve_provider
 from chatgate.context import ContextBudget, window_probe
+from chatgate.files_store import FileInliner
 from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
@@ -45,6 +46,8 @@ class Agent:
     can answer them. ``prompt`` is the system
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
     working directory. ``context`` is its context budget (app/context/), None when no window is set.
+    ``files`` gives model calls the bytes of the uploads the history references (app/files_store/); a
+    request sets its caller's, as it does ``approval_scope``.
     """
 
     name: str
@@ -58,6 +61,7 @@ class Agent:
     prompt: PromptTemplate | None = None
     approval_scope: str = ""
     context: ContextBudget | None = None
+    files: FileInliner | None = None
 
     def __post_init__(self) -> None:
         if not self.approval_scope:

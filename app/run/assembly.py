@@ -11,19 +11,20 @@ from chatgate.events import (
     ReasoningEnd,
     ReasoningStart,
     RunEvent,
+    SourceCited,
     TextDelta,
     TextStart,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
 )
-from chatgate.history import AssistantMessage, AssistantPart, ReasoningPart, TextPart, ToolCallPart
+from chatgate.history import AssistantMessage, AssistantPart, ReasoningPart, SourcePart, TextPart, ToolCallPart
 
 __all__ = ["MessageAssembler"]
 
 
 class MessageAssembler:
-    """Collects text, reasoning and tool calls from events; ``message()`` returns what was said so far."""
+    """Collects text, reasoning, tool calls and sources from events; ``message()`` returns what was said so far."""
 
     def __init__(self, message_id: str = "") -> None:
         self._message_id = message_id
@@ -34,6 +35,7 @@ class MessageAssembler:
         self._tool_names: dict[str, str] = {}
         self._tool_arguments: dict[str, list[str]] = {}
         self._tool_ends: dict[str, ToolCallEnd] = {}
+        self._sources: dict[str, SourceCited] = {}
 
     def feed(self, event: RunEvent) -> None:
         """Take one event into account; events that are not content are ignored."""
@@ -57,6 +59,9 @@ class MessageAssembler:
             self._tool_arguments[event.tool_call_id] = []
         elif isinstance(event, ToolCallEnd):
             self._tool_ends[event.tool_call_id] = event
+        elif isinstance(event, SourceCited):
+            self._order.append(("source", event.source_id))
+            self._sources[event.source_id] = event
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
@@ -73,6 +78,9 @@ class MessageAssembler:
                 end = self._reasoning_data.get(part_id)
                 data = end.provider_data if end is not None else None
                 parts.append(ReasoningPart("".join(self._reasoning[part_id]), provider_data=data))
+            elif kind == "source":
+                source = self._sources[part_id]
+                parts.append(SourcePart(source.source_id, source.url, source.title, source.media_type, source.filename))
             elif part_id in self._tool_ends:
                 tool_end = self._tool_ends[part_id]
                 arguments = tool_end.arguments or "".join(self._tool_arguments[part_id])

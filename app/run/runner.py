@@ -225,6 +225,8 @@ async def run_agent(
                 cut_off: list[str] = []  # calls whose arguments are not a JSON object
                 failure: BaseException | None = None
                 refused = False
+                if agent.files is not None:  # uploads' references become bytes in this call only
+                    messages = await agent.files.inline(messages)
                 stream = agent.provider.stream(replace(request, messages=messages))
                 if guard is not None:
                     stream = guard.watch(stream)

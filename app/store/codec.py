@@ -11,6 +11,7 @@ from chatgate.history import (
     FilePart,
     Message,
     ReasoningPart,
+    SourcePart,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -62,6 +63,15 @@ def _part(part: UserPart | AssistantPart) -> dict[str, Any]:
         return {"type": "file", "media_type": part.media_type, "url": part.url, "filename": part.filename}
     if isinstance(part, ReasoningPart):
         return {"type": "reasoning", "text": part.text, "provider_data": _data(part.provider_data)}
+    if isinstance(part, SourcePart):
+        return {
+            "type": "source",
+            "source_id": part.source_id,
+            "url": part.url,
+            "title": part.title,
+            "media_type": part.media_type,
+            "filename": part.filename,
+        }
     return {
         "type": "tool_call",
         "tool_call_id": part.tool_call_id,
@@ -86,4 +96,6 @@ def _assistant_part(data: dict[str, Any]) -> AssistantPart:
         return ReasoningPart(data["text"], provider_data=data.get("provider_data"))
     if data["type"] == "tool_call":
         return ToolCallPart(data["tool_call_id"], data["name"], data["arguments"], data.get("provider_data"))
+    if data["type"] == "source":
+        return SourcePart(data["source_id"], data["url"], data["title"], data["media_type"], data["filename"])
     return TextPart(data["text"])

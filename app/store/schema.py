@@ -1,7 +1,8 @@
 """The store's schema as numbered migrations, applied in order at start (``schema_version`` records the last).
 
 The statements are plain SQL both SQLite and PostgreSQL accept. Times are seconds since the epoch
-(``DOUBLE PRECISION``) so both engines compare them the same way. A new version is a new entry at the
+(``DOUBLE PRECISION``) so both engines compare them the same way. Bytes are ``BYTEA``: PostgreSQL's
+binary type, a name SQLite takes too (its values stay BLOBs). A new version is a new entry at the
 end; an entry, once released, never changes.
 """
 
@@ -93,5 +94,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX usage_by_time ON usage (at)",
         "CREATE INDEX usage_by_caller ON usage (key_id, person, at)",
+    ),
+    # 4: uploaded files (app/files_store/), scoped like threads: by owner and agent.
+    (
+        """CREATE TABLE files (
+            owner TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            id TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            name TEXT,
+            size BIGINT NOT NULL,
+            bytes BYTEA NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (owner, agent, id)
+        )""",
+        "CREATE INDEX files_by_owner ON files (owner, agent, created_at)",
     ),
 )

@@ -16,6 +16,7 @@ from chatgate.history import (
     FilePart,
     Message,
     ReasoningPart,
+    SourcePart,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -60,9 +61,11 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "content": loggable(text)}
 
 
-def _part(part: TextPart | FilePart | ReasoningPart | ToolCallPart) -> dict[str, Any]:
+def _part(part: TextPart | FilePart | ReasoningPart | ToolCallPart | SourcePart) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return _text(part.text)
+    if isinstance(part, SourcePart):
+        return {"type": "source", "uri": redact_url(part.url) if part.url else "", "title": part.title or ""}
     if isinstance(part, ReasoningPart):
         return {"type": "reasoning", "content": loggable(part.text)}
     if isinstance(part, ToolCallPart):

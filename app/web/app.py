@@ -30,6 +30,7 @@ from chatgate.caller import Caller, caller_of
 from chatgate.config import Budget, Config, ConfigWatcher, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
+from chatgate.files_store import FileInliner, FileStore, referenced_file, resolve_references
 from chatgate.mcp import MCPServers
 from chatgate.mounting import served_path
 from chatgate.protocol import UIProtocol, discover_protocols
@@ -51,6 +52,7 @@ from chatgate.tracing import start_telemetry
 from chatgate.usage import PersonBudget, Pricing, UsageAccounts, run_account
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.chat_request import trace_chat, traced_refusals
+from chatgate.web.files import file_routes
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import add_check, readyz
 from chatgate.web.runs import app_run_log, resume_endpoint, stop_routes
@@ -166,6 +168,7 @@ def create_app(
             # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
+            app.state.files = FileStore(app.state.store.engine) if app.state.store is not None else None
             app.state.run_log = app_run_log(config.server, app.state.redis)
             # Usage rows go to the store (else memory), budget counters to Redis (else this process).
             app.state.usage = UsageAccounts.open(
@@ -236,7 +239,7 @@ def create_app(
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes()
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + file_routes()
 
     app = ChatgateApp(
         routes=routes,
@@ -260,6 +263,7 @@ def create_app(
     app.state.thread_runs = set()
     app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
     app.state.started = False  # True while the lifespan runs: until then a request gets 503 not_started
+    app.state.files = None  # a FileStore once a store is open (app/files_store/)
     return app
 
 
@@ -315,8 +319,14 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         settings = registry.config.server
         body = await read_body(request, settings)
         run_input = _decode(protocol, body)
-        check_files(run_input.messages, settings)
         check_request_limits(run_input, settings)
+        files: FileStore | None = request.app.state.files
+        messages = await resolve_references(run_input.messages, files, caller.owner, agent.name)
+        if messages is not run_input.messages:
+            run_input = replace(run_input, messages=messages)
+        check_files(run_input.messages, settings, is_reference=_is_reference)
+        if files is not None:  # the model calls get the bytes of the uploads the history references
+            agent = replace(agent, files=FileInliner(files, caller.owner, agent.name))
         metrics: Metrics = request.app.state.metrics
         stored = agent.config.conversations == "server"
         if not stored and run_input.newest_only:
@@ -370,6 +380,10 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         return await hold_stream_slot(request, start)  # type: ignore[return-value]
 
     return traced_refusals(chat)
+
+
+def _is_reference(url: str) -> bool:
+    return referenced_file(url) is not None
 
 
 def _check_content_type(request: Request) -> None:

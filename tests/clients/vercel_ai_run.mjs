@@ -1,13 +1,13 @@
 // Drives chatgate's useChat endpoint the way the real AI SDK client does, with the chosen `ai` version.
 //
-// stdin:  {"url": "...", "version": 5 | 6 | 7, "body": {...DefaultChatTransport body}}
+// stdin:  {"url": "...", "version": 5 | 6 | 7, "body": {...DefaultChatTransport body}, "headers"?: {...}}
 // stdout: {"headers": {...}, "chunks": [...], "message": UIMessage}
 // Exits non-zero when a header is missing, a frame is not LF-only, a chunk fails the version's
 // uiMessageChunkSchema, readUIMessageStream rejects a chunk, or the stream lacks finish / [DONE].
 
 import { readFileSync } from "node:fs";
 
-const { url, version, body } = JSON.parse(readFileSync(0, "utf8"));
+const { url, version, body, headers: requestHeaders } = JSON.parse(readFileSync(0, "utf8"));
 const ai = await import(`ai${version}`);
 
 function fail(message) {
@@ -17,7 +17,7 @@ function fail(message) {
 
 const response = await fetch(url, {
   method: "POST",
-  headers: { "content-type": "application/json" },
+  headers: { "content-type": "application/json", ...(requestHeaders ?? {}) },
   body: JSON.stringify(body),
 });
 if (response.status !== 200) fail(`status ${response.status}: ${await response.text()}`);

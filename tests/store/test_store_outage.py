@@ -34,6 +34,9 @@ ROUTES = [
     ("POST", "/agents/bot/chat", USECHAT),
     ("POST", "/agents/bot/ag-ui", AG_UI),
     ("GET", "/agents/bot/chat/t1/stream", None),
+    ("GET", "/agents/bot/files", None),
+    ("GET", "/agents/bot/files/file_" + "0" * 24, None),
+    ("DELETE", "/agents/bot/files/file_" + "0" * 24, None),
 ]
 
 

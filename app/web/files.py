@@ -1,0 +1,213 @@
+"""The HTTP routes of uploads, under ``/agents/{agent}/files`` (app/files_store/, docs/files.md).
+
+- ``POST .../files``: one file, as ``multipart/form-data`` (one file field) or as the raw body with its
+  ``content-type`` (``?name=`` names it); answers 201 ``{id, url, mediaType, size, name}``;
+- ``GET .../files``: the caller's uploads on the agent, newest first;
+- ``GET .../files/{id}``: the bytes, as an attachment; ``DELETE .../files/{id}``: removes it.
+
+Uploads are the caller's own (``Caller.owner``), like threads: another owner's id is a 404. ``[files]
+max_bytes`` bounds a file (413) and ``allowed_types`` its media type (415). They need a store: without
+one every route answers 501 ``no_file_store``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+from urllib.parse import quote
+
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from chatgate.access import resolve_agent
+from chatgate.caller import caller_of
+from chatgate.config import FilesSettings
+from chatgate.errors import RequestError
+from chatgate.files_store import FileRecord, FileStore, file_path, is_file_id
+from chatgate.run import AgentRegistry
+from chatgate.web.openapi import OPERATIONS, Operation
+
+__all__ = ["file_routes"]
+
+_BASE = "/agents/{agent}/files"
+_MULTIPART_SLACK = 16 * 1024
+"""What a multipart body may hold beyond the file: its boundaries and part headers."""
+_MAX_NAME = 255
+_FILE_JSON = {"application/json": {"schema": {"type": "object"}}}
+
+OPERATIONS[("POST", _BASE)] = Operation(
+    "Upload one file (multipart/form-data with one file field, or the raw body with its content-type and"
+    " ?name=); [files] max_bytes (413) and allowed_types (415) apply",
+    {"201": {"description": "{id, url, mediaType, size, name, createdAt}", "content": _FILE_JSON}},
+)
+OPERATIONS[("GET", _BASE)] = Operation("The caller's uploads on the agent, newest first")
+OPERATIONS[("GET", _BASE + "/{file_id}")] = Operation(
+    "The caller's upload, as an attachment",
+    {"200": {"description": "the file's bytes, with its media type", "content": {"*/*": {"schema": {}}}}},
+)
+OPERATIONS[("DELETE", _BASE + "/{file_id}")] = Operation(
+    "Remove the caller's upload", {"204": {"description": "removed"}}
+)
+
+
+def file_routes() -> list[BaseRoute]:
+    """The upload routes."""
+    return [
+        Route(_BASE, _upload, methods=["POST"]),
+        Route(_BASE, _list, methods=["GET"]),
+        Route(_BASE + "/{file_id}", _download, methods=["GET"]),
+        Route(_BASE + "/{file_id}", _delete, methods=["DELETE"]),
+    ]
+
+
+def _context(request: Request) -> tuple[str, str, FileStore, FilesSettings]:
+    """The agent's name, the caller's owner, the file store and ``[files]``; refusals as 4xx/501."""
+    registry: AgentRegistry = request.app.state.agents
+    caller = caller_of(request)
+    agent = resolve_agent(registry, request.path_params["agent"], caller)
+    files: FileStore | None = request.app.state.files
+    if files is None:
+        raise RequestError(501, "no_file_store", "uploads need a store: set [store] url and restart the server")
+    return agent.name, caller.owner, files, registry.config.files
+
+
+def _file_id(request: Request) -> str:
+    file_id: str = request.path_params["file_id"]
+    if not is_file_id(file_id):
+        raise _unknown(file_id)
+    return file_id
+
+
+def _unknown(file_id: str) -> RequestError:
+    return RequestError(404, "unknown_file", f"no file {file_id!r} here")
+
+
+def _describe(agent: str, record: FileRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "url": file_path(agent, record.id),
+        "mediaType": record.media_type,
+        "size": record.size,
+        "name": record.name,
+        "createdAt": datetime.fromtimestamp(record.created_at, UTC).isoformat().replace("+00:00", "Z"),
+    }
+
+
+async def _upload(request: Request) -> Response:
+    agent, owner, files, settings = _context(request)
+    content_type = request.headers.get("content-type", "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == "multipart/form-data":
+        body = await _read(request, settings, settings.max_bytes + _MULTIPART_SLACK)
+        media_type, name, data = await _one_file(request, body)
+    else:
+        if not media_type:
+            raise RequestError(
+                415,
+                "unsupported_media_type",
+                "send the file as multipart/form-data or as the body with its content-type",
+            )
+        data = await _read(request, settings, settings.max_bytes)
+        name = request.query_params.get("name")
+    if len(data) > settings.max_bytes:
+        raise _too_large(settings)
+    if not data:
+        raise RequestError(422, "empty_file", "the file is empty")
+    if not settings.allows(media_type):
+        allowed = ", ".join(settings.allowed_types) or "none"
+        raise RequestError(
+            415, "unsupported_file_type", f"files of type {media_type!r} are not accepted here (allowed: {allowed})"
+        )
+    record = await files.put(owner, agent, media_type, _clean_name(name), data)
+    return JSONResponse(_describe(agent, record), status_code=201)
+
+
+async def _list(request: Request) -> Response:
+    agent, owner, files, _ = _context(request)
+    return JSONResponse({"files": [_describe(agent, record) for record in await files.list(owner, agent)]})
+
+
+async def _download(request: Request) -> Response:
+    agent, owner, files, _ = _context(request)
+    file_id = _file_id(request)
+    stored = await files.get(owner, agent, file_id)
+    if stored is None:
+        raise _unknown(file_id)
+    name = stored.record.name or file_id
+    return Response(
+        stored.data,
+        media_type=stored.record.media_type,
+        headers={
+            # Served as a download, never rendered on this origin: an upload is whatever its owner sent.
+            "content-disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}",
+            "x-content-type-options": "nosniff",
+            "content-security-policy": "sandbox",
+            "cache-control": "private, no-store",
+        },
+    )
+
+
+async def _delete(request: Request) -> Response:
+    agent, owner, files, _ = _context(request)
+    file_id = _file_id(request)
+    if not await files.delete(owner, agent, file_id):
+        raise _unknown(file_id)
+    return Response(status_code=204)
+
+
+def _too_large(settings: FilesSettings) -> RequestError:
+    return RequestError(
+        413,
+        "file_too_large",
+        f"the file is larger than [files] max_bytes = {settings.max_bytes} bytes",
+        [{"limit": "max_bytes", "allowed": str(settings.max_bytes)}],
+    )
+
+
+async def _read(request: Request, settings: FilesSettings, limit: int) -> bytes:
+    """The body, refused with a 413 as soon as it is known to pass ``limit`` (declared or streamed)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(settings)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(settings)
+    return bytes(body)
+
+
+async def _one_file(request: Request, body: bytes) -> tuple[str, str | None, bytes]:
+    """The media type, name and bytes of the one file a multipart body holds; 422 when it is not that."""
+
+    async def stream() -> AsyncGenerator[bytes, None]:
+        yield body
+
+    parser = MultiPartParser(request.headers, stream(), max_files=1, max_fields=16)
+    try:
+        form = await parser.parse()
+    except MultiPartException as exc:
+        raise RequestError(422, "invalid_multipart", f"the multipart body is invalid: {exc.message}") from None
+    try:
+        uploads = [value for _, value in form.multi_items() if isinstance(value, UploadFile)]
+        if len(uploads) != 1:
+            raise RequestError(422, "invalid_multipart", "the multipart body must hold exactly one file field")
+        upload = uploads[0]
+        content_type = (upload.content_type or "application/octet-stream").split(";", 1)[0].strip().lower()
+        return content_type, upload.filename, await upload.read()
+    finally:
+        await form.close()
+
+
+def _clean_name(name: str | None) -> str | None:
+    """The file name without any directory, control characters or excess length; None when nothing is left."""
+    if not name:
+        return None
+    base = PureWindowsPath(PurePosixPath(name).name).name
+    cleaned = "".join(ch for ch in base if ch.isprintable())[:_MAX_NAME].strip()
+    return cleaned or None
