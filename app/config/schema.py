@@ -79,7 +79,7 @@ class ServerSettings(_Strict):
     body_timeout_seconds: float = Field(default=60.0, gt=0)
     idle_timeout_seconds: float = Field(default=5.0, gt=0)
     keepalive_seconds: float = Field(default=15.0, gt=0)
-    shutdown_grace_seconds: int = Field(default=10, ge=0)
+    shutdown_grace_seconds: int = Field(default=25, ge=0)
     approval_secret: str | None = Field(default=None, min_length=16)
     file_url_schemes: tuple[Literal["data", "https", "http"], ...] = ("data", "https")
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)

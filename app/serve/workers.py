@@ -1,16 +1,16 @@
 """``chatgate serve --workers N``: N server processes sharing one listening socket.
 
 The parent binds the socket, forks the workers and waits. Each worker builds its own app from the
-already validated config and runs it under ``GracefulServer``, so SIGTERM still ends its open streams
-in their protocol. The parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes
-each reload its config), restarts a worker that dies on its own, and returns once all have stopped.
+already validated config and runs it under ``DrainingServer`` (app/drain/), so SIGTERM drains each
+worker: its running streams finish within the grace period, the rest end in their protocol. The
+parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes each reload its
+config), restarts a worker that dies on its own, and returns once all have stopped.
 Workers share nothing but the socket: limits and approvals that must hold across them need
 ``[server] redis_url``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import multiprocessing
 import os
@@ -26,12 +26,13 @@ from typing import Any
 import uvicorn
 
 from chatgate.config import Config, load_config
+from chatgate.drain import Drain
 from chatgate.errors import ConfigError
 
 __all__ = ["serve_workers"]
 
-ServerFactory = Callable[[uvicorn.Config, asyncio.Event], uvicorn.Server]
-"""Builds a worker's server from its settings and its app's ``stopping`` event (``GracefulServer``)."""
+ServerFactory = Callable[[uvicorn.Config, Drain], uvicorn.Server]
+"""Builds a worker's server from its settings and its app's ``Drain`` (``chatgate.serve.cli.draining_server``)."""
 
 
 def serve_workers(
@@ -101,6 +102,6 @@ def _run_worker(
         with contextlib.suppress(ConfigError):
             config = load_config(config_path)
     app = create_app(config, config_path=config_path)
-    server = server_factory(uvicorn.Config(app, **settings), app.state.stopping)
+    server = server_factory(uvicorn.Config(app, **settings), app.state.drain)
     prepare_for_serving()
     server.run(sockets=[listening])

@@ -24,10 +24,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
+from chatgate.access import (
+    access_middleware,
+    check_request_limits,
+    hold_stream_slot,
+    read_body,
+    resolve_agent,
+    signing_keys_ready,
+)
 from chatgate.approvals import app_approvals, approval_scope
 from chatgate.caller import Caller, caller_of
 from chatgate.config import Budget, Config, ConfigWatcher, default_config
+from chatgate.drain import Drain
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
 from chatgate.mcp import MCPServers
@@ -147,6 +155,10 @@ def create_app(
             # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
+            if app.state.store is not None:
+                add_check(app, "store", app.state.store.ping)
+            if config.auth.jwt is not None:  # the verifier follows reloads; the check is bound at start
+                add_check(app, "identity", partial(signing_keys_ready, app.state))
             app.state.run_log = app_run_log(config.server, app.state.redis)
             # Usage rows go to the store (else memory), budget counters to Redis (else this process).
             app.state.usage = UsageAccounts.open(
@@ -237,6 +249,7 @@ def create_app(
     app.state.telemetry = start_telemetry(config.telemetry, app.state.metrics.registry)
     app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
     app.state.thread_runs = set()
+    app.state.drain = Drain(app.state.stopping, app.state.thread_runs)  # SIGTERM's drain (app/drain/)
     app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
     return app
 
