@@ -64,6 +64,7 @@ LeakGuardMode: TypeAlias = Literal["redact", "stop", "off"]
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _MODEL = r"^[A-Za-z0-9_.-]+:.+$"
 _ORIGIN = r"https?://[^/?#\s]+"
+_HEADER_NAME = r"[A-Za-z0-9!#$%&'*+.^_`|~-]+"
 
 
 class _Strict(BaseModel):
@@ -89,6 +90,7 @@ class ServerSettings(_Strict):
     chat_page: bool = True
     allow_unauthenticated: bool = False
     cors_origins: tuple[str, ...] = ()
+    cors_headers: tuple[str, ...] = ()
     max_messages: int = Field(default=1000, gt=0)
     max_parts_per_message: int = Field(default=100, gt=0)
     max_text_chars: int = Field(default=1_000_000, gt=0)
@@ -112,6 +114,14 @@ class ServerSettings(_Strict):
         if bad:
             raise ValueError(f'origins are scheme://host[:port] with no path, or "*": {", ".join(map(repr, bad))}')
         return origins
+
+    @field_validator("cors_headers")
+    @classmethod
+    def _header_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [name for name in names if name == "*" or not re.fullmatch(_HEADER_NAME, name)]
+        if bad:
+            raise ValueError(f"header names are HTTP tokens such as x-tenant-id, not {', '.join(map(repr, bad))}")
+        return tuple(name.lower() for name in names)
 
 
 class KeyConfig(_Strict):
