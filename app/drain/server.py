@@ -26,7 +26,7 @@ from chatgate.drain.state import Drain
 
 __all__ = ["ENDING_SECONDS", "DrainingServer"]
 
-logger = logging.getLogger("chatgate.server")
+logger = logging.getLogger("chatgate.drain")
 
 ENDING_SECONDS = 5
 """How long the streams still running after the drain get to send their protocol's end (uvicorn's
