@@ -41,6 +41,7 @@ class DrainingServer(uvicorn.Server):
         self._drain = drain
         self._grace = grace
         self._drain_began: float | None = None
+        self._reported = -float("inf")  # when the drain last logged how it goes
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """The first SIGTERM starts the drain; any other signal shuts down as uvicorn does."""
@@ -55,9 +56,11 @@ class DrainingServer(uvicorn.Server):
         """While draining, end the drain once nothing runs or the grace period is over."""
         began = self._drain_began
         if began is not None and not self.should_exit:
-            if counter % 50 == 0:  # a line every 5 s, not per tick
+            if time.monotonic() - self._reported >= 5:  # a line at once, then every 5 s: not per tick
+                self._reported = time.monotonic()
                 logger.info(
-                    "draining: %d request(s) and %d detached run(s) still going, %.1f s of %g s grace left",
+                    "draining (readiness 503, new streams refused): %d request(s) and %d detached run(s)"
+                    " still going, %.1f s of %g s grace left",
                     len(self.server_state.tasks),
                     self._drain.runs_going(),
                     max(0.0, began + self._grace - time.monotonic()),

@@ -242,7 +242,7 @@ def create_app(
             Exception: _unexpected_error_handler,
         },
     )
-    # Set when the server starts shutting down (see app/serve/cli.py): running streams then end in protocol.
+    # Set once the drain is over (app/drain/): the streams still running then end in protocol.
     app.state.stopping = asyncio.Event()
     app.state.metrics = Metrics()
     # Bound at start, like Redis: a reload that changes [telemetry] takes effect on restart.
