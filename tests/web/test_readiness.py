@@ -3,7 +3,6 @@
 import asyncio
 import json
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,12 +81,8 @@ def test_not_ready_while_postgresql_is_down_and_ready_once_it_is_back() -> None:
             database.stop()
             down = httpx.get(f"{server.url}/readyz", timeout=10)
             assert (down.status_code, down.json()) == (503, {"status": "not ready", "down": ["store"]})
-            database.start()  # it listens a moment before it accepts sessions ("starting up"): ask again
-            deadline = time.monotonic() + 30
+            database.start()
             back = httpx.get(f"{server.url}/readyz", timeout=10)
-            while back.status_code != 200 and time.monotonic() < deadline:
-                time.sleep(0.2)
-                back = httpx.get(f"{server.url}/readyz", timeout=10)
             assert (back.status_code, back.json()) == (200, {"status": "ready", "checked": ["store"]})
         finally:
             server.stop()
