@@ -97,8 +97,15 @@ class PostgresServer:
         self.wait_ready()
 
     def wait_ready(self) -> None:
-        """Return once the cluster listens."""
-        _wait_for_port(int(self.url.rsplit(":", 1)[1].split("/", 1)[0]), self._process, "postgres")
+        """Return once the cluster accepts sessions (it listens a moment before: "starting up")."""
+        port = self.url.rsplit(":", 1)[1].split("/", 1)[0]
+        _wait_for_port(int(port), self._process, "postgres")
+        ready = [_postgres_bin("pg_isready"), "-q", "-h", "127.0.0.1", "-p", port, "-U", "chatgate", "-d", "postgres"]
+        deadline = time.monotonic() + 30
+        while subprocess.run(ready, check=False).returncode != 0:
+            if time.monotonic() > deadline or self._process.poll() is not None:
+                raise RuntimeError(f"postgres on port {port} did not accept sessions within 30 s")
+            time.sleep(0.05)
 
     def stop(self) -> None:
         """Fast shutdown (``pg_ctl -m fast``): open sessions are cut, as when the database goes down."""

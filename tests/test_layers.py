@@ -16,7 +16,7 @@ ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
     {"errors", "history", "events", "caller", "operator_code", "redis_client", "version", "mounting", "adapters"},
-    {"ids", "config", "run_input", "strict_json", "runlog", "telemetry"},
+    {"ids", "config", "run_input", "strict_json", "runlog", "telemetry", "drain"},
     {"store", "files", "protocol", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage", "files_store"},
     {"leak_guard", "tracing", "adapters.ag_ui", "adapters.vercel_ai"},

@@ -11,7 +11,14 @@ from __future__ import annotations
 from starlette.middleware import Middleware
 
 from chatgate.access.cors import cors_middleware
-from chatgate.access.gate import OPEN_PATHS, AccessMiddleware, check_agent, hold_stream_slot, resolve_agent
+from chatgate.access.gate import (
+    OPEN_PATHS,
+    AccessMiddleware,
+    check_agent,
+    hold_stream_slot,
+    resolve_agent,
+    signing_keys_ready,
+)
 from chatgate.access.keys import USER_HEADER, KeyRing
 from chatgate.access.request_limits import check_request_limits, read_body
 from chatgate.config import Config
@@ -27,6 +34,7 @@ __all__ = [
     "hold_stream_slot",
     "read_body",
     "resolve_agent",
+    "signing_keys_ready",
 ]
 
 

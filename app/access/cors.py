@@ -1,5 +1,7 @@
 """CORS for browser apps on other origins: ``[server] cors_origins``, exact origins (``"*"`` only without keys).
 
+The request headers allowed are ``ALLOWED_HEADERS`` plus ``[server] cors_headers``.
+
 Starlette's ``CORSMiddleware`` with two changes: a request from an origin not on the list gets no CORS
 header at all (Starlette would still add ``Access-Control-Expose-Headers``), and a refused preflight is a
 JSON error like every other refusal. Preflights are answered before the access layer, so a browser can
@@ -19,8 +21,20 @@ from chatgate.errors import RequestError, error_response
 
 __all__ = ["ALLOWED_HEADERS", "EXPOSED_HEADERS", "cors_middleware"]
 
-ALLOWED_HEADERS = ("content-type", "authorization", "x-api-key", "x-chatgate-user", "x-request-id")
-"""What useChat, HttpAgent and a trusted backend send."""
+ALLOWED_HEADERS = (
+    "content-type",
+    "authorization",
+    "x-api-key",
+    "x-chatgate-user",
+    "x-request-id",
+    "traceparent",
+    "tracestate",
+    "baggage",
+    "sentry-trace",
+)
+"""What useChat, HttpAgent and a trusted backend send, and the tracing headers of W3C Trace Context and
+Baggage (OpenTelemetry) and Sentry, which a browser app's instrumentation adds to every request.
+``[server] cors_headers`` adds others."""
 EXPOSED_HEADERS = ("x-request-id", "retry-after")
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
@@ -58,7 +72,7 @@ def cors_middleware(settings: ServerSettings) -> list[Middleware]:
             _ExactCORS,
             allow_origins=settings.cors_origins,
             allow_methods=_METHODS,
-            allow_headers=ALLOWED_HEADERS,
+            allow_headers=(*ALLOWED_HEADERS, *settings.cors_headers),
             expose_headers=EXPOSED_HEADERS,
             max_age=600,
         )

@@ -24,6 +24,7 @@ from chatgate.access.limits import Limits, MemoryLimits, StreamSlot
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
+from chatgate.drain import refuse_when_draining
 from chatgate.errors import RequestError, error_response
 from chatgate.identity import TokenVerifier
 from chatgate.mounting import route_path
@@ -31,7 +32,7 @@ from chatgate.mounting import route_path
 if TYPE_CHECKING:
     from chatgate.run import Agent, AgentRegistry
 
-__all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent"]
+__all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent", "signing_keys_ready"]
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes a load balancer calls without a key. The app adds the chat page's files (the page asks for a key)."""
@@ -87,6 +88,13 @@ def _access(state: Any) -> _Access:
         access = state.access = _Access()
     assert isinstance(access, _Access)
     return access
+
+
+async def signing_keys_ready(state: Any) -> None:
+    """Raise unless sign-in tokens can be checked: with ``[auth.jwt]``, its keys are known or fetchable (readyz)."""
+    config = state.agents.config
+    if config.auth.jwt is not None:
+        await _access(state).tokens(config).keys.ready()
 
 
 class AccessMiddleware:
@@ -157,6 +165,8 @@ async def hold_stream_slot(
 ) -> ASGIApp:
     """The response ``start`` makes, holding one of the caller's stream slots until it ends.
 
+    While the process drains (SIGTERM, app/drain/) no stream starts: 503 with ``Retry-After``.
+
     The slot is taken before ``start`` runs, so a stream refused for ``max_concurrent_streams`` (429)
     commits nothing and calls no model; if ``start`` refuses instead, the slot is given back. Once
     held, it is released when the response ends, whether it finished, failed or the client went away;
@@ -166,6 +176,7 @@ async def hold_stream_slot(
     own stream, holding one of the same key's slots in this process, rides on that slot: following its
     own run after a hang-up costs a key no second slot.
     """
+    refuse_when_draining(request)  # a process shutting down starts no stream (app/drain/)
     state = request.app.state
     access = _access(state)
     limits = access.limits_of(state.agents.config, caller_of(request))

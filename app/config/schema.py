@@ -65,6 +65,7 @@ LeakGuardMode: TypeAlias = Literal["redact", "stop", "off"]
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _MODEL = r"^[A-Za-z0-9_.-]+:.+$"
 _ORIGIN = r"https?://[^/?#\s]+"
+_HEADER_NAME = r"[A-Za-z0-9!#$%&'*+.^_`|~-]+"
 
 
 class _Strict(BaseModel):
@@ -80,7 +81,7 @@ class ServerSettings(_Strict):
     body_timeout_seconds: float = Field(default=60.0, gt=0)
     idle_timeout_seconds: float = Field(default=5.0, gt=0)
     keepalive_seconds: float = Field(default=15.0, gt=0)
-    shutdown_grace_seconds: int = Field(default=10, ge=0)
+    shutdown_grace_seconds: int = Field(default=25, ge=0)
     approval_secret: str | None = Field(default=None, min_length=16)
     file_url_schemes: tuple[Literal["data", "https", "http"], ...] = ("data", "https")
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
@@ -90,6 +91,7 @@ class ServerSettings(_Strict):
     chat_page: bool = True
     allow_unauthenticated: bool = False
     cors_origins: tuple[str, ...] = ()
+    cors_headers: tuple[str, ...] = ()
     max_messages: int = Field(default=1000, gt=0)
     max_parts_per_message: int = Field(default=100, gt=0)
     max_text_chars: int = Field(default=1_000_000, gt=0)
@@ -113,6 +115,14 @@ class ServerSettings(_Strict):
         if bad:
             raise ValueError(f'origins are scheme://host[:port] with no path, or "*": {", ".join(map(repr, bad))}')
         return origins
+
+    @field_validator("cors_headers")
+    @classmethod
+    def _header_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [name for name in names if name == "*" or not re.fullmatch(_HEADER_NAME, name)]
+        if bad:
+            raise ValueError(f"header names are HTTP tokens such as x-tenant-id, not {', '.join(map(repr, bad))}")
+        return tuple(name.lower() for name in names)
 
 
 class KeyConfig(_Strict):

@@ -20,11 +20,13 @@ import jwt
 from chatgate.config import JwtConfig
 from chatgate.errors import ChatgateError
 
-__all__ = ["IssuerKeys", "KeysUnavailable"]
+__all__ = ["READY_FETCH_SECONDS", "IssuerKeys", "KeysUnavailable"]
 
 logger = logging.getLogger("chatgate.identity")
 
 _FETCH_SECONDS = 5.0
+READY_FETCH_SECONDS = 10.0
+"""While no key set is known, ``/readyz`` tries a fetch at most this often."""
 _KEY_TYPES = frozenset({"RSA", "EC", "OKP"})
 
 
@@ -59,6 +61,21 @@ class IssuerKeys:
         if self._keys is None:
             raise KeysUnavailable
         return found
+
+    async def ready(self) -> None:
+        """Return when a key set is known or can be fetched now; raise ``KeysUnavailable`` otherwise (``/readyz``).
+
+        With keys cached this asks nothing, so an outage of the provider leaves the replica ready. Without
+        any, it tries a fetch at most once per ``READY_FETCH_SECONDS`` (the probe is unauthenticated).
+        """
+        if self._keys is not None:
+            return
+        async with self._lock:
+            wait = min(self._settings.jwks_refresh_seconds, READY_FETCH_SECONDS)
+            if self._keys is None and time.monotonic() - self._last_attempt >= wait:
+                await self._refresh()
+        if self._keys is None:
+            raise KeysUnavailable(f"no signing keys of {self._settings.issuer} could be fetched")
 
     def _find(self, kid: str | None) -> jwt.PyJWK | None:
         if self._keys is None:

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import logging
 import logging.config
 import os
-import socket
 import sys
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from chatgate.config import Config, default_config, load_config
+from chatgate.drain import ENDING_SECONDS, Drain, DrainingServer
 from chatgate.errors import ConfigError
 from chatgate.telemetry import logging_config
 from chatgate.version import installed_version
 
-__all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "GracefulServer", "exposure_refusal", "main"]
+__all__ = ["ALLOW_UNAUTHENTICATED_ENV", "BACKLOG", "draining_server", "exposure_refusal", "main"]
 
 BACKLOG = 4096
 """The listen queue: a burst of thousands of new streams must not overflow it (uvicorn's default is 2048).
@@ -84,22 +84,9 @@ def _check_config(path: str, list_tools: str | None = None) -> int:
     return 0
 
 
-class GracefulServer(uvicorn.Server):
-    """Tells running streams the server is stopping before uvicorn waits for them to finish.
-
-    uvicorn closes its sockets, waits up to ``timeout_graceful_shutdown`` for open requests, then
-    cancels them. Setting ``stopping`` first lets every stream still receiving tokens end with its
-    protocol's error event instead of being cut off at the deadline.
-    """
-
-    def __init__(self, config: uvicorn.Config, stopping: asyncio.Event) -> None:
-        super().__init__(config)
-        self._stopping = stopping
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        """Signal running streams, then shut down as uvicorn does."""
-        self._stopping.set()
-        await super().shutdown(sockets=sockets)
+def draining_server(config: uvicorn.Config, drain: Drain, *, grace: float) -> uvicorn.Server:
+    """The server of one process: drains for up to ``grace`` seconds on SIGTERM (app/drain/)."""
+    return DrainingServer(config, drain, grace)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -128,6 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"--root-path must start with / (got {args.root_path!r})", file=sys.stderr)
         return 2
     config_path = Path(path) if path else None
+    server = partial(draining_server, grace=config.server.shutdown_grace_seconds)
     settings: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
@@ -136,7 +124,7 @@ def _serve(args: argparse.Namespace) -> int:
         "proxy_headers": True,
         "backlog": args.backlog,
         "root_path": args.root_path.rstrip("/"),  # uvicorn puts it in scope["root_path"] (app/mounting/)
-        "timeout_graceful_shutdown": config.server.shutdown_grace_seconds,
+        "timeout_graceful_shutdown": ENDING_SECONDS,  # after the drain: time for the last streams' ends
         "http": guarded_protocol(config.server),  # head cap and timeouts (app/serve/connections.py)
     }
     if args.workers > 1:
@@ -144,10 +132,10 @@ def _serve(args: argparse.Namespace) -> int:
 
         warn_budgets_per_process(config, args.workers)
 
-        return serve_workers(args.workers, config, config_path, settings, GracefulServer)
+        return serve_workers(args.workers, config, config_path, settings, server)
     app = create_app(config, config_path=config_path)
     prepare_for_serving()
-    GracefulServer(uvicorn.Config(app, **settings), app.state.stopping).run()
+    server(uvicorn.Config(app, **settings), app.state.drain).run()
     return 0
 
 

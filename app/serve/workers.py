@@ -1,16 +1,18 @@
 """``chatgate serve --workers N``: N server processes sharing one listening socket.
 
 The parent binds the socket, forks the workers and waits. Each worker builds its own app from the
-already validated config and runs it under ``GracefulServer``, so SIGTERM still ends its open streams
-in their protocol. The parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes
-each reload its config), restarts a worker that dies on its own, and returns once all have stopped.
-Workers share nothing but the socket: limits and approvals that must hold across them need
+already validated config and runs it under ``DrainingServer`` (app/drain/), so SIGTERM drains each
+worker: its running streams finish within the grace period, the rest end in their protocol. The
+parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes each reload its
+config), restarts a worker that dies on its own, and returns once all have stopped.
+Their metrics are summed: every worker writes its values to files in a directory the parent makes
+and removes (app/telemetry/processes.py), and any of them answers ``GET /metrics`` for all. Otherwise
+workers share nothing but the socket: limits and approvals that must hold across them need
 ``[server] redis_url``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import multiprocessing
 import os
@@ -26,12 +28,14 @@ from typing import Any
 import uvicorn
 
 from chatgate.config import Config, load_config
+from chatgate.drain import Drain
 from chatgate.errors import ConfigError
+from chatgate.telemetry import shared_metrics, worker_stopped
 
 __all__ = ["serve_workers"]
 
-ServerFactory = Callable[[uvicorn.Config, asyncio.Event], uvicorn.Server]
-"""Builds a worker's server from its settings and its app's ``stopping`` event (``GracefulServer``)."""
+ServerFactory = Callable[[uvicorn.Config, Drain], uvicorn.Server]
+"""Builds a worker's server from its settings and its app's ``Drain`` (``chatgate.serve.cli.draining_server``)."""
 
 
 def serve_workers(
@@ -63,20 +67,23 @@ def serve_workers(
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signum)
 
-    processes.extend(start() for _ in range(workers))
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-    try:
-        while not stop.is_set():
-            for index, process in enumerate(processes):
-                if process.exitcode is not None and not stop.is_set():
-                    processes[index] = start()  # a worker died on its own: replace it
-            stop.wait(0.5)
-        for process in processes:
-            process.join()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        listening.close()
+    with shared_metrics() as metrics_dir:  # one /metrics for all workers (app/telemetry/processes.py)
+        processes.extend(start() for _ in range(workers))
+        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+        try:
+            while not stop.is_set():
+                for index, process in enumerate(processes):
+                    if process.exitcode is not None and not stop.is_set():
+                        if process.pid is not None:
+                            worker_stopped(process.pid, metrics_dir)
+                        processes[index] = start()  # a worker died on its own: replace it
+                stop.wait(0.5)
+            for process in processes:
+                process.join()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            listening.close()
     return 0
 
 
@@ -101,6 +108,6 @@ def _run_worker(
         with contextlib.suppress(ConfigError):
             config = load_config(config_path)
     app = create_app(config, config_path=config_path)
-    server = server_factory(uvicorn.Config(app, **settings), app.state.stopping)
+    server = server_factory(uvicorn.Config(app, **settings), app.state.drain)
     prepare_for_serving()
     server.run(sockets=[listening])

@@ -242,6 +242,10 @@ class ThreadStore(Protocol):
         """The outcome recorded for ``approval_id`` on ``thread``, if settled."""
         ...
 
+    async def ping(self) -> None:
+        """Raise when the database does not answer (``GET /readyz``)."""
+        ...
+
     async def close(self) -> None:
         """Release the connections."""
         ...

@@ -340,6 +340,11 @@ class SqlThreadStore:
             )
         return rows[0]["outcome"] if rows else None
 
+    async def ping(self) -> None:
+        """One trivial query (``/readyz``); raises when the database does not answer."""
+        async with self._engine.read() as tx:
+            await tx.fetch("SELECT 1")
+
     async def close(self) -> None:
         """Close the engine."""
         await self._engine.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,6 +28,7 @@ from chatgate.caller import Caller, caller_of
 from chatgate.errors import ProviderError, RequestError
 from chatgate.events import Usage
 from chatgate.telemetry.mcp_metrics import MCPMetrics
+from chatgate.telemetry.processes import BuildInfo, scrape_registry
 
 __all__ = [
     "CONTENT_TYPE",
@@ -77,7 +78,11 @@ class Metrics:
             registry=registry,
         )
         self.active_streams = Gauge(
-            "chatgate_active_streams", "SSE streams open now", ["protocol", "agent"], registry=registry
+            "chatgate_active_streams",
+            "SSE streams open now",
+            ["protocol", "agent"],
+            registry=registry,
+            multiprocess_mode="livesum",  # with workers: the live workers' streams, summed
         )
         self.stream_events = Histogram(
             "chatgate_stream_events",
@@ -158,10 +163,13 @@ class Metrics:
         )
 
         self.mcp = MCPMetrics(registry)
+        registry.register(BuildInfo())
+        ProcessCollector(registry=registry)
+        self._scraped = scrape_registry()  # with --workers: every worker's values (app/telemetry/processes.py)
 
     def render(self) -> bytes:
-        """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition of every metric (of every worker, with ``--workers``)."""
+        return generate_latest(self._scraped if self._scraped is not None else self.registry)
 
     def count_rate_limited(self, caller: Caller, limit: str) -> None:
         """Count one request refused by the per-key ``limit`` (``"rpm"`` or ``"max_concurrent_streams"``)."""

@@ -24,10 +24,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from chatgate.access import access_middleware, check_request_limits, hold_stream_slot, read_body, resolve_agent
+from chatgate.access import (
+    access_middleware,
+    check_request_limits,
+    hold_stream_slot,
+    read_body,
+    resolve_agent,
+    signing_keys_ready,
+)
 from chatgate.approvals import app_approvals, approval_scope
 from chatgate.caller import Caller, caller_of
 from chatgate.config import Budget, Config, ConfigWatcher, default_config
+from chatgate.drain import Drain
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
 from chatgate.files_store import FileInliner, FileStore, referenced_file, resolve_references
@@ -169,6 +177,10 @@ def create_app(
             store_url = config.store_url
             app.state.store = await open_store(store_url, config.base_dir) if store_url else None
             app.state.files = FileStore(app.state.store.engine) if app.state.store is not None else None
+            if app.state.store is not None:
+                add_check(app, "store", app.state.store.ping)
+            if config.auth.jwt is not None:  # the verifier follows reloads; the check is bound at start
+                add_check(app, "identity", partial(signing_keys_ready, app.state))
             app.state.run_log = app_run_log(config.server, app.state.redis)
             # Usage rows go to the store (else memory), budget counters to Redis (else this process).
             app.state.usage = UsageAccounts.open(
@@ -254,13 +266,14 @@ def create_app(
             Exception: _unexpected_error_handler,
         },
     )
-    # Set when the server starts shutting down (see app/serve/cli.py): running streams then end in protocol.
+    # Set once the drain is over (app/drain/): the streams still running then end in protocol.
     app.state.stopping = asyncio.Event()
     app.state.metrics = Metrics()
     # Bound at start, like Redis: a reload that changes [telemetry] takes effect on restart.
     app.state.telemetry = start_telemetry(config.telemetry, app.state.metrics.registry)
     app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
     app.state.thread_runs = set()
+    app.state.drain = Drain(app.state.stopping, app.state.thread_runs)  # SIGTERM's drain (app/drain/)
     app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
     app.state.started = False  # True while the lifespan runs: until then a request gets 503 not_started
     app.state.files = None  # a FileStore once a store is open (app/files_store/)

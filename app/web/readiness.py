@@ -1,10 +1,14 @@
 """``GET /readyz``: whether this replica can serve, asking every configured dependency.
 
-``app.state.readiness`` is a list of named checks; the app adds one per dependency it is configured
-with (Redis now; the conversation store adds its own the same way: ``add_check(app, "store", ping)``).
+``app.state.readiness`` is a list of named checks; the app's lifespan adds one per dependency it is
+configured with (app/web/app.py): ``store`` (SQLite or PostgreSQL), ``redis``, ``mcp:<name>`` per MCP
+server, and ``identity`` (the sign-in provider's signing keys: fetched once, or fetchable now).
 A check passes when its coroutine returns; it fails when it raises or does not answer within
 ``CHECK_TIMEOUT`` seconds. The checks run concurrently. The answer names what is down, never why:
 the detail (which may hold a host name) goes to the log.
+
+A process that drains (SIGTERM, app/drain/) answers 503 ``{"status": "draining"}`` at once, without
+asking anything: the load balancer should send it nothing more.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from chatgate.drain import drain_of
 
 __all__ = ["CHECK_TIMEOUT", "ReadinessCheck", "add_check", "readyz"]
 
@@ -50,8 +56,11 @@ async def _passes(check: ReadinessCheck) -> bool:
 
 
 async def readyz(request: Request) -> Response:
-    """200 ``{"status": "ready"}``, or 503 ``{"status": "not ready", "down": [names]}``."""
+    """200 ``{"status": "ready"}``, or 503 ``{"status": "not ready", "down": [names]}`` (or ``"draining"``)."""
     state = request.app.state
+    drain = drain_of(state)
+    if drain is not None and drain.draining:
+        return JSONResponse({"status": "draining", "down": []}, status_code=503)
     if getattr(state, "agents", None) is None:
         return JSONResponse({"status": "not ready", "down": ["config"]}, status_code=503)
     checks: list[ReadinessCheck] = list(getattr(state, "readiness", ()))

@@ -1,6 +1,9 @@
 """CORS as a browser does it, against a live server: the preflight, then the request, allowed and refused."""
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
@@ -87,3 +90,33 @@ def test_any_origin_is_allowed_only_without_keys(serve: Serve) -> None:
 def test_origins_are_exact(origin: str) -> None:
     with pytest.raises(ConfigError, match=r"server\.cors_origins"):
         make_config(AGENTS, server={"cors_origins": [origin]})
+
+
+def test_the_preflight_allows_the_tracing_headers_by_default(base: str) -> None:
+    response = preflight(base, "/api/chat", APP, "content-type,traceparent,tracestate,baggage,sentry-trace")
+    assert response.status_code == 200, response.text
+    allowed = {h.strip() for h in response.headers["access-control-allow-headers"].lower().split(",")}
+    assert {"traceparent", "tracestate", "baggage", "sentry-trace"} <= allowed
+
+
+def test_cors_headers_adds_headers_and_others_stay_refused(serve: Serve) -> None:
+    server = {"cors_origins": [APP], "cors_headers": ["X-Tenant-Id"]}
+    base = serve(make_config(AGENTS, keys=[{"id": "web", "key": KEY}], server=server))
+    assert preflight(base, "/api/chat", APP, "content-type,x-tenant-id,traceparent").status_code == 200
+    refused = preflight(base, "/api/chat", APP, "content-type,x-tenant-id,x-other")
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "cors_refused"
+
+
+@pytest.mark.parametrize("name", ["*", "x tenant", "x-tenant:", ""])
+def test_cors_headers_must_be_header_names(name: str) -> None:
+    with pytest.raises(ConfigError, match=r"server\.cors_headers.*header names are HTTP tokens"):
+        make_config(AGENTS, server={"cors_origins": [APP], "cors_headers": [name]})
+
+
+def test_check_config_refuses_a_bad_cors_header(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[server]\ncors_origins = ["https://app.example.com"]\ncors_headers = ["x tenant"]\n')
+    command = [str(Path(sys.executable).with_name("chatgate")), "check-config", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "server.cors_headers" in result.stderr and "'x tenant'" in result.stderr

@@ -1,5 +1,6 @@
 """``GET /metrics`` after real streamed requests through a live chatgate to a fake upstream."""
 
+import importlib.metadata
 import time
 from collections.abc import Callable
 
@@ -163,3 +164,10 @@ def test_a_stream_the_client_abandons_is_closed_and_its_model_call_counted_as_ca
     labels = {"provider": "builtin", "agent": "bot"}
     assert value(found, "chatgate_upstream_duration_seconds_count", **labels, error_kind="cancelled") == 1
     assert value(found, "chatgate_upstream_errors_total", **labels, kind="other") == 0
+
+
+def test_one_process_shows_its_build_and_process_metrics(serve: Serve) -> None:
+    found = samples(serve(make_config({"bot": {"model": "builtin:echo"}})))
+    assert value(found, "chatgate_build_info", version=importlib.metadata.version("chatgate")) == 1
+    assert value(found, "process_resident_memory_bytes") > 0  # this process's own, no pid label
+    assert value(found, "process_open_fds") > 0

@@ -1,8 +1,10 @@
-"""Stopping the server mid-stream: each protocol's stream ends with its error event, not a cut."""
+"""Stopping the server mid-stream: past the grace period, each protocol's stream ends with its error event."""
 
 import json
 import signal
 import subprocess
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -13,7 +15,7 @@ from tests.conftest import ChatgateProcess
 
 CONFIG = """
 [server]
-shutdown_grace_seconds = 20
+shutdown_grace_seconds = 1
 [agents.slow]
 model = "builtin:echo"
 default = true
@@ -30,7 +32,9 @@ def server(tmp_path: Path, chatgate_process: ChatgateProcess) -> tuple[str, "sub
     return chatgate_process("--config", str(path))
 
 
-def frames_after_sigterm(url: str, process: subprocess.Popen[bytes], path: str, body: object) -> list[str]:
+def frames_after_sigterm(
+    url: str, process: subprocess.Popen[bytes], path: str, body: object, signals: Sequence[int] = (signal.SIGTERM,)
+) -> list[str]:
     frames: list[str] = []
     with httpx.stream("POST", f"{url}{path}", json=body, timeout=30) as response:
         buffer = ""
@@ -39,8 +43,10 @@ def frames_after_sigterm(url: str, process: subprocess.Popen[bytes], path: str, 
             *complete, buffer = buffer.split("\n\n")
             frames += [frame.removeprefix("data: ") for frame in complete if frame.startswith("data: ")]
             if len(frames) == 6:
-                process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=20) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once shut down
+                for signum in signals:
+                    process.send_signal(signum)
+                    time.sleep(0.2)  # one signal at a time, as an operator sends them
+    assert process.wait(timeout=20) in (0, -signals[0])  # uvicorn re-raises the signal once shut down
     return frames
 
 
@@ -65,3 +71,18 @@ def test_use_chat_streams_end_with_error_and_finish_when_the_server_stops(server
         {"type": "finish", "finishReason": "error"},
     ]
     assert len(frames) < 50
+
+
+@pytest.mark.parametrize(
+    "signals", [(signal.SIGTERM, signal.SIGTERM), (signal.SIGINT,)], ids=["sigterm-twice", "sigint"]
+)
+def test_a_second_sigterm_or_a_sigint_ends_streams_at_once(
+    tmp_path: Path, chatgate_process: ChatgateProcess, signals: tuple[int, ...]
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CONFIG.replace("shutdown_grace_seconds = 1", "shutdown_grace_seconds = 60"))
+    url, process = chatgate_process("--config", str(path))
+    frames = frames_after_sigterm(url, process, "/api/chat", USE_CHAT, signals)
+    assert frames[-1] == "[DONE]"
+    assert json.loads(frames[-4]) == {"type": "error", "errorText": SHUTTING_DOWN}
+    assert len(frames) < 50  # not the 60 s grace period: at once
