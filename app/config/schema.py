@@ -204,6 +204,8 @@ class StoreSettings(_Strict):
 
     url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
     finish_on_disconnect: bool = True
+    lock_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    """How long a statement waits for another connection's lock before the request gets 503 ``store_busy``."""
 
 
 class TelemetrySettings(_Strict):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextView, alternate_roles
-from chatgate.errors import ChatgateError, ProviderError, RequestError
+from chatgate.errors import ChatgateError, ProviderError, RequestError, StoreUnavailable
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -339,6 +339,9 @@ async def run_agent(
         yield _failed(trace, exc.message, "budget_exceeded")
     except RequestError as exc:  # the budgets could not be checked
         yield _failed(trace, exc.message, exc.code)
+    except StoreUnavailable as exc:  # a stored thread's approval ledger: the store is down or locked
+        logger.warning("agent %r run %r: %s", agent.name, run_input.run_id, exc)
+        yield _failed(trace, exc.public_message, exc.code)
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
         yield _failed(trace, "An internal error occurred.", "internal_error")
@@ -491,7 +494,7 @@ async def _run_and_record(
         span.ended(None, "approved" if approval.approved else "denied")
     try:
         await agent.approval_ledger.record(claim, outcome)
-    except ApprovalLedgerError as exc:
+    except (ApprovalLedgerError, StoreUnavailable) as exc:
         # The claim stays pending until it expires: replays are told it is being answered, never re-run.
         logger.error("agent %r: outcome of tool call %r not recorded: %s", agent.name, call.tool_call_id, exc)
     return outcome

@@ -64,8 +64,8 @@ logger = logging.getLogger("chatgate.server")
 
 _ERROR_LOGGED = "chatgate.error_logged"
 
-STORE_RETRY_AFTER_SECONDS = 5
-"""The ``Retry-After`` of a 503 ``store_unavailable``."""
+STORE_RETRY_AFTER_SECONDS = StoreUnavailable.retry_after
+"""The ``Retry-After`` of a 503 ``store_unavailable`` (``store_busy`` has ``StoreBusy.retry_after``)."""
 
 
 class ChatgateApp(Starlette):
@@ -146,7 +146,11 @@ def create_app(
             )
             # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
             store_url = config.store_url
-            app.state.store = await open_store(store_url, config.base_dir) if store_url else None
+            app.state.store = (
+                await open_store(store_url, config.base_dir, lock_timeout=config.store.lock_timeout_seconds)
+                if store_url
+                else None
+            )
             app.state.run_log = app_run_log(config.server, app.state.redis)
             # Usage rows go to the store (else memory), budget counters to Redis (else this process).
             app.state.usage = UsageAccounts.open(
@@ -403,16 +407,11 @@ async def _unexpected_error_handler(request: Request, exc: Exception) -> Respons
 
 
 async def _store_unavailable_handler(request: Request, exc: Exception) -> Response:
-    # An outage, not a bug: one line with the cause, no traceback.
+    # An outage or a lock held elsewhere, not a bug: one line with the cause, no traceback.
+    assert isinstance(exc, StoreUnavailable)
     logger.warning("%s %s: %s", request.method, loggable(request.url.path), exc)
-    return error_response(
-        RequestError(
-            503,
-            "store_unavailable",
-            "the conversation store is unavailable; retry later",
-            headers={"Retry-After": str(STORE_RETRY_AFTER_SECONDS)},
-        )
-    )
+    headers = {"Retry-After": str(exc.retry_after)}
+    return error_response(RequestError(503, exc.code, exc.public_message, headers=headers))
 
 
 def _internal_error() -> JSONResponse:
