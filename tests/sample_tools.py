@@ -61,3 +61,8 @@ def release_store() -> None:
         connection = _HELD_LOCKS.pop()
         connection.execute("ROLLBACK")
         connection.close()
+
+
+def lone_surrogate_data() -> dict[str, object]:
+    """Returns structured data holding lone surrogates, in a key and in values."""
+    return {"name": "x\udcff", "k\ud800": [1, "y\udfff"]}

@@ -22,10 +22,11 @@ from typing import Any, Protocol, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import PydanticSerializationError
 
 from chatgate.config import AgentConfig
 from chatgate.run_input import ToolDefinition
-from chatgate.strict_json import dump_json
+from chatgate.strict_json import dump_json, utf8_safe
 
 __all__ = ["ServerTool", "Tool", "ToolOutcome", "ToolSource"]
 
@@ -167,7 +168,14 @@ class ServerTool:
             return ToolOutcome(f"{self.name} timed out after {self.timeout:g} seconds", is_error=True)
         except Exception as exc:
             logger.warning("tool %r raised %s: %s", self.name, type(exc).__name__, exc)
-            return ToolOutcome(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+            return ToolOutcome(utf8_safe(f"{self.name} failed: {type(exc).__name__}: {exc}"), is_error=True)
+        # A lone surrogate (text read with surrogateescape) is escaped here, once: UTF-8 cannot carry it
+        # to the model, the client, the store or a span.
         if isinstance(result, str):
-            return ToolOutcome(result)
-        return ToolOutcome(dump_json(result).decode(), value=result)
+            return ToolOutcome(utf8_safe(result))
+        try:
+            result = utf8_safe(result)
+            return ToolOutcome(dump_json(result).decode(), value=result)
+        except (PydanticSerializationError, RecursionError) as exc:
+            logger.warning("tool %r returned a value that is not JSON: %s", self.name, exc)
+            return ToolOutcome(f"{self.name} returned a value that cannot be sent as JSON", is_error=True)
