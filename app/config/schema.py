@@ -243,6 +243,8 @@ class MCPServerConfig(_Strict):
     Exactly one of ``command`` (a stdio server: a child process of each chatgate process, with ``env``
     added to its environment) or ``url`` (a streamable HTTP server, sent ``headers``). Every call is cut
     off after ``timeout_seconds``; a result longer than ``max_output_chars`` is truncated with a marker.
+    Images a result holds reach the model up to ``max_image_bytes`` (decoded) each; a larger one, or any
+    with ``0``, reaches it as a line naming it.
     """
 
     command: tuple[str, ...] | None = Field(default=None, min_length=1)
@@ -252,6 +254,7 @@ class MCPServerConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=30.0, gt=0)
     max_output_chars: int = Field(default=100_000, ge=100)
+    max_image_bytes: int = Field(default=5 * 1024 * 1024, ge=0)
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

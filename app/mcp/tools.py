@@ -84,7 +84,8 @@ class MCPTool:
             logger.warning("mcp server %r: tool %r failed: %s: %s", server, self.tool, type(exc).__name__, exc)
             outcome = ToolOutcome(f"{self.name} failed: {str(exc)[:500]}", is_error=True)
         else:
-            outcome = outcome_of(result, self.connection.config.max_output_chars)
+            settings = self.connection.config
+            outcome = outcome_of(result, settings.max_output_chars, settings.max_image_bytes)
             error_kind = "tool" if outcome.is_error else ""
         if self.metrics is not None:
             self.metrics.called(server, self.tool, time.perf_counter() - started, error_kind)

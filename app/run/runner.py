@@ -48,7 +48,15 @@ from chatgate.events import (
     ToolResult,
     Usage,
 )
-from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage, complete_arguments
+from chatgate.history import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    SystemMessage,
+    ToolCallPart,
+    ToolMessage,
+    complete_arguments,
+)
 from chatgate.ids import new_id
 from chatgate.leak_guard import PROMPT_LEAK_MESSAGE, PromptLeak, start_guard
 from chatgate.providers import ModelRequest
@@ -505,7 +513,9 @@ async def _call(
 ) -> ToolResult:
     span = trace.tool_call(call, within) if trace is not None else None
     outcome = await agent.server_tools[call.name].call(call.arguments)
-    result = ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
+    result = ToolResult(
+        call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value, images=outcome.images
+    )
     if span is not None:
         span.ended(result)
     return result
@@ -516,4 +526,5 @@ def tool_message(event: ToolResult | ToolDenied, *, message_id: str = "") -> Too
     if isinstance(event, ToolDenied):
         reason = f" Reason: {event.reason}" if event.reason else ""
         return ToolMessage(event.tool_call_id, f"The user denied this tool call.{reason}", True, id=message_id)
-    return ToolMessage(event.tool_call_id, event.content, event.is_error, id=message_id)
+    images = tuple(FilePart(media_type, f"data:{media_type};base64,{data}") for media_type, data in event.images)
+    return ToolMessage(event.tool_call_id, event.content, event.is_error, id=message_id, images=images)

@@ -38,12 +38,14 @@ class ToolOutcome:
     """What a tool call produced: text for the model, whether it is an error, and the data it returned.
 
     ``value`` is the function's result when it returned data rather than text (None otherwise), so a
-    client can be given the object itself.
+    client can be given the object itself. ``images`` go to the model beside the text.
     """
 
     content: str
     is_error: bool = False
     value: Any = None
+    images: tuple[tuple[str, str], ...] = ()
+    """``(media type, base64 data)`` of each image the model is to see (an MCP tool's image blocks)."""
 
 
 class Tool(Protocol):
