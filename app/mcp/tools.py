@@ -55,6 +55,16 @@ class MCPTool:
         """How the tool is offered to the model."""
         return ToolDefinition(self.name, self.description, self.parameters)
 
+    @property
+    def trace_attributes(self) -> Mapping[str, str]:
+        """Its ``execute_tool`` span names the server and the server's own tool name (docs/observability.md)."""
+        return {
+            "gen_ai.tool.type": "extension",
+            "mcp.method.name": "tools/call",
+            "chatgate.mcp.server": self.connection.name,
+            "chatgate.mcp.tool": self.tool,
+        }
+
     async def call(self, arguments_json: str) -> ToolOutcome:
         """Call the tool on its server; every failure is an error outcome the model reads."""
         server = self.connection.name

@@ -511,8 +511,9 @@ async def _run_and_record(
 async def _call(
     agent: Agent, call: ToolCallPart, trace: RunTrace | None = None, within: ToolTrace | None = None
 ) -> ToolResult:
-    span = trace.tool_call(call, within) if trace is not None else None
-    outcome = await agent.server_tools[call.name].call(call.arguments)
+    tool = agent.server_tools[call.name]
+    span = trace.tool_call(call, within, tool.trace_attributes) if trace is not None else None
+    outcome = await tool.call(call.arguments)
     result = ToolResult(
         call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value, images=outcome.images
     )

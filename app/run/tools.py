@@ -48,6 +48,9 @@ class ToolOutcome:
     """``(media type, base64 data)`` of each image the model is to see (an MCP tool's image blocks)."""
 
 
+_FUNCTION_TOOL: Mapping[str, str] = {"gen_ai.tool.type": "function"}
+
+
 class Tool(Protocol):
     """A tool chatgate runs for the model, whatever its kind (a Python function, an MCP server's tool).
 
@@ -68,6 +71,11 @@ class Tool(Protocol):
     @property
     def definition(self) -> ToolDefinition:
         """How the tool is offered to the model."""
+        ...
+
+    @property
+    def trace_attributes(self) -> Mapping[str, str]:
+        """What its ``execute_tool`` span says of its kind (``gen_ai.tool.type``, an MCP tool's server)."""
         ...
 
     async def call(self, arguments_json: str) -> ToolOutcome:
@@ -148,6 +156,11 @@ class ServerTool:
     def definition(self) -> ToolDefinition:
         """How the tool is offered to the model."""
         return ToolDefinition(self.name, self.description, self.parameters)
+
+    @property
+    def trace_attributes(self) -> Mapping[str, str]:
+        """A Python function chatgate runs: ``gen_ai.tool.type`` ``function``."""
+        return _FUNCTION_TOOL
 
     async def call(self, arguments_json: str) -> ToolOutcome:
         """Validate the model's arguments and run the function; failures come back as error outcomes."""

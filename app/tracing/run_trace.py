@@ -178,13 +178,20 @@ class RunTrace:
         span = _started(self._tracer, f"approval {call.name}", self._context, attributes)
         return ToolTrace(span, False)
 
-    def tool_call(self, call: ToolCallPart, within: ToolTrace | None = None) -> ToolTrace:
-        """The ``execute_tool {tool}`` span of one server tool call (under its approval's span, if any)."""
+    def tool_call(
+        self, call: ToolCallPart, within: ToolTrace | None = None, kind: Mapping[str, str] | None = None
+    ) -> ToolTrace:
+        """The ``execute_tool {tool}`` span of one server tool call (under its approval's span, if any).
+
+        ``kind`` is what the tool says of itself (``Tool.trace_attributes``: its ``gen_ai.tool.type``, and an
+        MCP tool's server); ``function`` when not given.
+        """
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": call.tool_call_id,
             "gen_ai.tool.type": "function",
+            **(kind or {}),
         }
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = span_text(call.arguments)

@@ -29,6 +29,7 @@ from chatgate.telemetry.logs import TEXT_FORMAT, JsonFormatter, RequestIdFilter
 from chatgate.tracing import start_telemetry
 from tests.conftest import make_config
 from tests.e2e.approval_flows import answer, ask, executions
+from tests.mcp.real_servers import calls_on_server, counted, everything_stdio
 from tests.phoenix import Phoenix, Span, running_phoenix
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage, text_reply
 from tests.providers.support import provider_table
@@ -178,6 +179,48 @@ def test_a_lone_surrogate_in_a_tool_result_costs_no_spans_when_content_is_captur
     assert sorted(span.name for span in spans).count("chat echo") == 2
     tool = one(spans, "execute_tool lone_surrogate")
     assert tool.attributes["gen_ai.tool.call.result"] == "x\\udcff y"
+
+
+def test_an_mcp_tool_call_is_an_execute_tool_span_naming_its_server(
+    serve: Serve, phoenix: Phoenix, tmp_path: Path
+) -> None:
+    # The real server-everything over stdio, behind the tap that counts the calls reaching it.
+    log = tmp_path / "calls.log"
+    agent = {"model": "builtin:echo", "default": True, "mcp": {"everything": {"include": ["echo"]}}}
+    servers = {"everything": {"command": counted(everything_stdio(), log)}}
+    url = serve(traced(phoenix, {"bot": agent}, mcp_servers=servers))
+    for _ in range(600):  # the stdio child starts with the app, in the background
+        if httpx.get(f"{url}/readyz").status_code == 200:
+            break
+        time.sleep(0.05)
+    trace_id, _, headers = traceparent()
+    user = {"id": "u1", "role": "user", "content": '/call everything__echo {"message": "traced"}'}
+    body = {"threadId": "t", "runId": "r", "messages": [user]}
+    assert httpx.post(f"{url}/ag-ui", json=body, headers=headers).status_code == 200
+
+    spans = phoenix.spans(trace_id, 4)  # invoke_agent, chat, execute_tool, chat
+    run, tool = one(spans, "invoke_agent bot"), one(spans, "execute_tool everything__echo")
+    assert tool.parent_id == run.span_id and tool.status != "ERROR"
+    assert {key: tool.attributes.get(key) for key in MCP_TOOL_ATTRIBUTES} == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "everything__echo",
+        "gen_ai.tool.type": "extension",
+        "mcp.method.name": "tools/call",
+        "chatgate.mcp.server": "everything",
+        "chatgate.mcp.tool": "echo",
+    }
+    assert tool.attributes["gen_ai.tool.call.id"].startswith("call_")
+    assert calls_on_server(log) == [{"tool": "echo", "arguments": {"message": "traced"}}]  # one span, one call
+
+
+MCP_TOOL_ATTRIBUTES = (
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.tool.type",
+    "mcp.method.name",
+    "chatgate.mcp.server",
+    "chatgate.mcp.tool",
+)
 
 
 def test_an_approval_is_an_event_then_a_span_with_the_tool_run_under_it(
