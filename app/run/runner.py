@@ -357,7 +357,7 @@ async def run_agent(
         if account is not None:
             account.finish()  # a run that did not reach RunFinished is recorded too
         if trace is not None:
-            trace.end()
+            trace.close()  # cut off (client gone, stopped): ended as cancelled
 
 
 def _may_trim_further(budget: ContextBudget | None, view: ContextView | None, exc: BaseException) -> bool:

@@ -344,6 +344,8 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 meter=metrics.stream(protocol.name, agent.name, started),
                 joined=joined,
                 run=run,
+                # The run ends its span; this ends it too if the run never began (its stream was gone first).
+                closed=trace.close if trace is not None and not stored else None,
             )
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 
 from starlette.types import Receive, Scope, Send
@@ -54,8 +54,11 @@ class EventStreamResponse:
         meter: StreamMeter | None = None,
         joined: bool = False,
         run: asyncio.Task[None] | None = None,
+        closed: Callable[[], None] | None = None,
     ) -> None:
         self._chunks = chunks
+        self._closed = closed
+        """Called once the stream is over and its event chain closed (a stateless run's span ends there)."""
         self._joined = joined
         self.run = run
         """The detached run this stream follows, if any: it may outlive the stream (a stream slot waits for it)."""
@@ -105,6 +108,8 @@ class EventStreamResponse:
                 await asyncio.wait([producer])
             if meter is not None:
                 meter.closed(self._events, self._first_event_at)
+            if self._closed is not None:
+                self._closed()
 
     async def _send_queued(self, queue: _FrameQueue, send: Send) -> None:
         while True:

@@ -213,6 +213,27 @@ def test_an_mcp_tool_call_is_an_execute_tool_span_naming_its_server(
     assert calls_on_server(log) == [{"tool": "echo", "arguments": {"message": "traced"}}]  # one span, one call
 
 
+def test_a_run_whose_client_left_before_the_first_model_call_ends_its_span_as_cancelled(
+    serve: Serve, phoenix: Phoenix
+) -> None:
+    # window = "auto": the run first asks the model server for its window (GET /props), which never
+    # answers; the client reads RUN_STARTED and leaves while the run waits there. Before, the span
+    # either never ended (a run whose events never began) or ended with no status at all.
+    with fake_in_thread(Reply([], ending="silent"), text_reply("openai", "never")) as upstream:
+        agent = {"model": "up:m", "default": True, "context": {"window": "auto"}}
+        url = serve(traced(phoenix, {"bot": agent}, providers={"up": provider_table("openai", upstream.url)}))
+        trace_id, _, headers = traceparent()
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
+        with httpx.stream("POST", f"{url}/ag-ui", json=body, headers=headers, timeout=30) as response:
+            first = next(line for line in response.iter_lines() if line.startswith("data: "))
+        assert json.loads(first[len("data: ") :])["type"] == "RUN_STARTED"
+        (run,) = phoenix.spans(trace_id, 1)
+        assert [request.path for request in upstream.requests] == ["/props"]  # no model call was made
+    assert run.name == "invoke_agent bot" and run.status == "ERROR"
+    assert run.attributes["error.type"] == "cancelled"
+    assert run.attributes["chatgate.run.finish_reason"] == "cancelled"
+
+
 MCP_TOOL_ATTRIBUTES = (
     "gen_ai.operation.name",
     "gen_ai.tool.name",
