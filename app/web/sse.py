@@ -76,7 +76,14 @@ class EventStreamResponse:
         self._body_done = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Stream the frames until they end or the client disconnects."""
+        """Stream the frames until they end or the client disconnects; then call ``closed``."""
+        try:
+            await self._stream(scope, receive, send)
+        finally:
+            if self._closed is not None:
+                self._closed()
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self._headers})
         # Starlette wraps ``send`` three times to learn whether a response has started; that is known
         # now, so the body goes straight to the server's own ``send`` when the app left it in scope.
@@ -108,8 +115,6 @@ class EventStreamResponse:
                 await asyncio.wait([producer])
             if meter is not None:
                 meter.closed(self._events, self._first_event_at)
-            if self._closed is not None:
-                self._closed()
 
     async def _send_queued(self, queue: _FrameQueue, send: Send) -> None:
         while True:
