@@ -243,8 +243,8 @@ class MCPServerConfig(_Strict):
     Exactly one of ``command`` (a stdio server: a child process of each chatgate process, with ``env``
     added to its environment) or ``url`` (a streamable HTTP server, sent ``headers``). Every call is cut
     off after ``timeout_seconds``; a result longer than ``max_output_chars`` is truncated with a marker.
-    Images a result holds reach the model up to ``max_image_bytes`` (decoded) each; a larger one, or any
-    with ``0``, reaches it as a line naming it.
+    Images a result holds reach the model while they total at most ``max_image_bytes`` (decoded); the
+    rest, or all with ``0``, reach it as lines naming them.
     """
 
     command: tuple[str, ...] | None = Field(default=None, min_length=1)

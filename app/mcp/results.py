@@ -3,11 +3,12 @@
 The model reads the result as a tool message (the only place it ever goes: never a system or developer
 position). Text blocks are joined; structured content is given as JSON when the server sent no text,
 and to the client as the output value; an image or audio block is a line naming it in the text, and an
-image in a format every provider takes (PNG, JPEG, GIF, WebP), whose base64 decodes and whose size is
-within the server's ``max_image_bytes``, also reaches the model as the image itself (the outcome's
-``images``; how each provider sends it: docs/tools.md); the client gets the blocks themselves. A
-resource is named by its URI, with its text when embedded. ``isError`` makes an error outcome. The
-text is cut to the server's ``max_output_chars``, with a marker saying how much was kept.
+image in a format every provider takes (PNG, JPEG, GIF, WebP), whose base64 decodes and which fits in
+the server's ``max_image_bytes`` (for all of one result's images together), also reaches the model
+as the image itself (the outcome's ``images``; how each provider sends it: docs/tools.md); the client
+gets the blocks themselves. A resource is named by its URI, with its text when embedded. ``isError``
+makes an error outcome. The text is cut to the server's ``max_output_chars``, with a marker saying how
+much was kept.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def cap(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[chatgate: output truncated: {limit} of {len(text)} characters shown]"
 
 
-def _image(block: types.ImageContent, image_limit: int) -> tuple[tuple[str, str] | None, str]:
-    """The image the model is to see (or None), and the line naming it in the text."""
+def _image(block: types.ImageContent, room: int, image_limit: int) -> tuple[tuple[str, str] | None, str]:
+    """The image the model is to see (or None: not within ``room`` bytes), and the line naming it."""
     size = len(block.data) * 3 // 4
     if block.mime_type not in IMAGE_TYPES:
         return None, f"[image: {block.mime_type}, {size} bytes: not shown, a format models do not take]"
-    if size > image_limit:
-        limit = f"over the {image_limit}-byte limit" if image_limit else "images are off"
+    if size > room:
+        limit = f"over the result's {image_limit}-byte limit" if image_limit else "images are off"
         return None, f"[image: {block.mime_type}, {size} bytes: not shown, {limit}]"
     try:
         size = len(b64decode(block.data, validate=True))
@@ -75,16 +76,19 @@ def _client_value(result: types.CallToolResult) -> Any:
 def outcome_of(result: types.CallToolResult, limit: int, image_limit: int = 0) -> ToolOutcome:
     """The outcome of one call: the model's text (capped at ``limit``), images, error flag and client value.
 
-    An image reaches the model when its decoded size is at most ``image_limit`` bytes (0: none does).
+    Images reach the model while their decoded sizes together stay within ``image_limit`` bytes (0: none
+    does); the others are lines saying so.
     """
     parts: list[str] = []
     images: list[tuple[str, str]] = []
+    room = image_limit  # for every image of the result together
     for block in result.content:
         if isinstance(block, types.ImageContent):
-            image, line = _image(block, image_limit)
+            image, line = _image(block, room, image_limit)
             parts.append(line)
             if image is not None:
                 images.append(image)
+                room -= len(block.data) * 3 // 4
         else:
             parts.append(_block_text(block))
     if result.structured_content is not None and not any(isinstance(b, types.TextContent) for b in result.content):
