@@ -8,6 +8,7 @@ ChatgateError
 ├── RequestError          a client sent something we refuse; becomes a 4xx JSON response
 ├── ProviderError         the upstream model failed; detail is logged, never sent to the client
 ├── StoreUnavailable      the store's database cannot be reached; the app answers 503 ``store_unavailable``
+│   └── StoreBusy             another connection holds a lock past ``lock_timeout_seconds``: 503 ``store_busy``
 ├── ThreadError           store/: the store refuses a thread operation; the app maps it to HTTP
 │   ├── UnknownThread         404 ``unknown_thread``
 │   └── ThreadBusy            409 ``thread_busy``
@@ -36,6 +37,7 @@ __all__ = [
     "ProviderError",
     "ProviderErrorKind",
     "RequestError",
+    "StoreBusy",
     "StoreUnavailable",
     "error_response",
 ]
@@ -116,4 +118,24 @@ class ProviderError(ChatgateError):
 
 
 class StoreUnavailable(ChatgateError):
-    """The store's database cannot be reached (down, restarting, refusing connections); worth a retry later."""
+    """The store's database cannot be reached (down, restarting, refusing connections); worth a retry later.
+
+    The message is the detail for the log; a client gets ``code`` and ``public_message``, with
+    ``Retry-After: retry_after`` before the stream starts and as the run's error after.
+    """
+
+    code = "store_unavailable"
+    public_message = "The conversation store is unavailable; retry later."
+    retry_after = 5
+
+
+class StoreBusy(StoreUnavailable):
+    """The store's database stayed locked by another connection past ``[store] lock_timeout_seconds``.
+
+    SQLite's "database is locked" (another process writing, or holding ``BEGIN EXCLUSIVE``) and
+    PostgreSQL's ``lock_timeout``/deadlock errors; transient like an outage, so retried where one is.
+    """
+
+    code = "store_busy"
+    public_message = "The conversation store is busy; retry shortly."
+    retry_after = 1

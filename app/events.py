@@ -117,12 +117,18 @@ class ToolCallEnd:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The result of a tool call the server ran: ``content`` for the model, ``output`` the data it returned."""
+    """The result of a tool call the server ran: ``content`` for the model, ``output`` the data it returned.
+
+    ``images`` are ``(media type, base64 data)`` pairs the tool returned (an MCP tool's image blocks), which
+    the next model call sees as images where its provider takes them. They live only in the run: neither
+    the journal nor an approval's recorded outcome keeps them.
+    """
 
     tool_call_id: str
     content: str
     is_error: bool = False
     output: Any = None
+    images: tuple[tuple[str, str], ...] = field(default=(), repr=False, metadata={"journal": False})
 
 
 @dataclass(frozen=True, slots=True)

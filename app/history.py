@@ -130,7 +130,11 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True)
 class ToolMessage:
-    """The result of one tool call, linked by ``tool_call_id``."""
+    """The result of one tool call, linked by ``tool_call_id``.
+
+    ``images`` (``data:`` URLs) are what the tool returned besides its text, for the model only: the
+    providers send them where their API takes images (app/providers/). Never stored.
+    """
 
     tool_call_id: str
     content: str
@@ -138,6 +142,7 @@ class ToolMessage:
     id: str = ""
     created_at: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    images: tuple[FilePart, ...] = ()
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage

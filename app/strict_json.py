@@ -8,7 +8,10 @@ naming the field. The walk is iterative, so no client value can exhaust Python's
 Out: ``dump_json`` is how chatgate writes JSON it did not build byte by byte (SSE frames, upstream
 request bodies, tool arguments and results). A non-finite float that still reaches it (from a server
 tool, or an upstream's own JSON) is written as ``null``, as a browser's ``JSON.stringify`` does, so
-no frame or body ever holds a bare ``NaN``.
+no frame or body ever holds a bare ``NaN``. A lone surrogate, which UTF-8 cannot encode (a server
+tool's text read with ``surrogateescape``), is written as the six characters ``\\udcff`` by
+``utf8_safe``: server tool results are cleaned with it where they are made, and ``dump_json`` falls
+back to it, so no frame fails to encode.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic_core import from_json, to_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from chatgate.errors import RequestError
 
-__all__ = ["MAX_DEPTH", "check_client_value", "client_json", "dump_json"]
+__all__ = ["MAX_DEPTH", "check_client_value", "client_json", "dump_json", "utf8_safe"]
 
 MAX_DEPTH = 64
 """How deep a client's JSON may nest (objects and arrays), counted from the value's own top."""
@@ -93,8 +96,42 @@ def _clean(value: Any) -> bool:
 
 
 def dump_json(value: Any) -> bytes:
-    """``value`` as JSON bytes; a non-finite float becomes ``null`` (see the module docstring)."""
-    return to_json(value, inf_nan_mode="null")
+    """``value`` as JSON bytes; a non-finite float becomes ``null``, a lone surrogate ``\\udcff`` (see above)."""
+    try:
+        return to_json(value, inf_nan_mode="null")
+    except PydanticSerializationError:
+        try:
+            cleaned = utf8_safe(value)
+        except RecursionError:  # deeper than to_json goes anyway: its own error stands
+            cleaned = value
+        if cleaned is value:
+            raise
+        return to_json(cleaned, inf_nan_mode="null")
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) written as a ``\\udcff`` escape.
+
+    Walks dicts, lists and tuples (a changed tuple comes back a list, a JSON array all the same);
+    anything else is returned as it is, and so is ``value`` itself when nothing needed escaping.
+    """
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        items = [(utf8_safe(key), utf8_safe(item)) for key, item in value.items()]
+        pairs = zip(items, value.items(), strict=True)
+        changed = any(new_key is not key or new is not item for (new_key, new), (key, item) in pairs)
+        return dict(items) if changed else value
+    if isinstance(value, list | tuple):
+        cleaned = [utf8_safe(item) for item in value]
+        return cleaned if any(new is not old for new, old in zip(cleaned, value, strict=True)) else value
+    return value
 
 
 def _join(field: str, path: tuple[str | int, ...]) -> str:

@@ -1,6 +1,7 @@
 """Functions the tool tests import by path, as an operator's config would."""
 
 import asyncio
+import sqlite3
 import time
 from typing import Literal
 
@@ -41,3 +42,27 @@ def record(path: str, tag: str = "ran", note: str = "", seconds: float = 0) -> s
 def lone_surrogate() -> str:
     """Returns text holding a lone surrogate (as a file read with ``surrogateescape`` may)."""
     return "x\udcff y"
+
+
+_HELD_LOCKS: list[sqlite3.Connection] = []
+
+
+def lock_store(path: str) -> str:
+    """Takes SQLite's write lock on the file at ``path`` and keeps it (``release_store`` lets it go)."""
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.execute("BEGIN EXCLUSIVE")
+    _HELD_LOCKS.append(connection)
+    return "locked"
+
+
+def release_store() -> None:
+    """Let go of every lock ``lock_store`` took."""
+    while _HELD_LOCKS:
+        connection = _HELD_LOCKS.pop()
+        connection.execute("ROLLBACK")
+        connection.close()
+
+
+def lone_surrogate_data() -> dict[str, object]:
+    """Returns structured data holding lone surrogates, in a key and in values."""
+    return {"name": "x\udcff", "k\ud800": [1, "y\udfff"]}

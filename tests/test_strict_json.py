@@ -6,7 +6,7 @@ import math
 import pytest
 
 from chatgate.errors import RequestError
-from chatgate.strict_json import MAX_DEPTH, check_client_value, client_json, dump_json
+from chatgate.strict_json import MAX_DEPTH, check_client_value, client_json, dump_json, utf8_safe
 
 
 def nested(depth: int) -> str:
@@ -58,3 +58,9 @@ def test_a_python_value_deeper_than_the_stack_is_walked_without_recursion() -> N
 def test_dump_json_never_writes_a_bare_non_finite_number() -> None:
     data = dump_json({"a": math.nan, "b": [math.inf, -math.inf], "c": 1.5})
     assert json.loads(data, parse_constant=pytest.fail) == {"a": None, "b": [None, None], "c": 1.5}
+
+
+def test_dump_json_writes_a_lone_surrogate_as_an_escape_and_leaves_clean_values_alone() -> None:
+    assert json.loads(dump_json({"k\ud800": ["x\udcff", ("é",)]})) == {"k\\ud800": ["x\\udcff", ["é"]]}
+    clean = {"a": ["é", 1, ("b",)]}
+    assert utf8_safe(clean) is clean  # nothing to escape: the same object, nothing copied

@@ -215,6 +215,8 @@ class StoreSettings(_Strict):
 
     url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
     finish_on_disconnect: bool = True
+    lock_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    """How long a statement waits for another connection's lock before the request gets 503 ``store_busy``."""
 
 
 _MEDIA_TYPE = r"^[a-z0-9][a-z0-9!#$&^_.+-]*/([a-z0-9][a-z0-9!#$&^_.+-]*|\*)$"
@@ -289,6 +291,8 @@ class MCPServerConfig(_Strict):
     Exactly one of ``command`` (a stdio server: a child process of each chatgate process, with ``env``
     added to its environment) or ``url`` (a streamable HTTP server, sent ``headers``). Every call is cut
     off after ``timeout_seconds``; a result longer than ``max_output_chars`` is truncated with a marker.
+    Images a result holds reach the model while they total at most ``max_image_bytes`` (decoded); the
+    rest, or all with ``0``, reach it as lines naming them.
     """
 
     command: tuple[str, ...] | None = Field(default=None, min_length=1)
@@ -298,6 +302,7 @@ class MCPServerConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=30.0, gt=0)
     max_output_chars: int = Field(default=100_000, ge=100)
+    max_image_bytes: int = Field(default=5 * 1024 * 1024, ge=0)
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

@@ -55,6 +55,16 @@ class MCPTool:
         """How the tool is offered to the model."""
         return ToolDefinition(self.name, self.description, self.parameters)
 
+    @property
+    def trace_attributes(self) -> Mapping[str, str]:
+        """Its ``execute_tool`` span names the server and the server's own tool name (docs/observability.md)."""
+        return {
+            "gen_ai.tool.type": "extension",
+            "mcp.method.name": "tools/call",
+            "chatgate.mcp.server": self.connection.name,
+            "chatgate.mcp.tool": self.tool,
+        }
+
     async def call(self, arguments_json: str) -> ToolOutcome:
         """Call the tool on its server; every failure is an error outcome the model reads."""
         server = self.connection.name
@@ -84,7 +94,8 @@ class MCPTool:
             logger.warning("mcp server %r: tool %r failed: %s: %s", server, self.tool, type(exc).__name__, exc)
             outcome = ToolOutcome(f"{self.name} failed: {str(exc)[:500]}", is_error=True)
         else:
-            outcome = outcome_of(result, self.connection.config.max_output_chars)
+            settings = self.connection.config
+            outcome = outcome_of(result, settings.max_output_chars, settings.max_image_bytes)
             error_kind = "tool" if outcome.is_error else ""
         if self.metrics is not None:
             self.metrics.called(server, self.tool, time.perf_counter() - started, error_kind)

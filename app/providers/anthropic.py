@@ -9,7 +9,8 @@ blocks and deltas are skipped, as the API's versioning policy asks.
 History rules the API enforces, applied here:
 
 - every system message (wherever the policy left it) is lifted into the top-level ``system`` string;
-- tool results go back as a user turn of ``tool_result`` blocks, and consecutive same-role turns merge;
+- tool results go back as a user turn of ``tool_result`` blocks (with ``image`` blocks in their content
+  for the images a tool returned), and consecutive same-role turns merge;
 - a history that starts with the assistant gets a short user turn before it;
 - thinking blocks go back unmodified with their signature, kept in ``ReasoningPart.provider_data``
   as ``{"anthropic": {"signature": ...}}`` (``{"anthropic": {"redacted": ...}}`` for redacted
@@ -376,7 +377,13 @@ def _assistant_block(part: AssistantPart) -> dict[str, Any] | None:
 
 
 def _tool_result(message: ToolMessage) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+    content: str | list[dict[str, Any]] = message.content
+    if message.images:  # a tool_result's content may hold image blocks beside its text
+        content = [{"type": "text", "text": message.content}]
+        for image in message.images:
+            source = {"type": "base64", "media_type": image.media_type, "data": inline_base64(image.url)}
+            content.append({"type": "image", "source": source})
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": content}
     if message.is_error:
         block["is_error"] = True
     return block

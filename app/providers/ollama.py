@@ -6,7 +6,8 @@ calls arrive whole, with their arguments as an object; the last line has ``"done
 stream started is a line ``{"error": "..."}`` (the HTTP status is already 200).
 
 Settings map to the request's ``options`` (``max_tokens`` is ``num_predict``), except ``think``,
-``keep_alive`` and ``truncate``, which are top-level fields. Images go as base64 in the message's ``images``.
+``keep_alive`` and ``truncate``, which are top-level fields. Images go as base64 in the message's ``images``
+(a user's files on the user message, the images a tool returned on its ``tool`` message).
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[s
             result: dict[str, Any] = {"role": "tool", "content": message.content}
             if message.tool_call_id in tool_names:
                 result["tool_name"] = tool_names[message.tool_call_id]
+            if message.images:  # any message may carry base64 images, a tool's result too
+                result["images"] = [inline_base64(image.url) for image in message.images]
             encoded.append(result)
     return encoded
 

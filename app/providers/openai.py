@@ -6,7 +6,9 @@ the same chunks: ``choices[0].delta`` carries ``content``, ``reasoning_content``
 last chunk with ``choices: []`` carries ``usage``; ``data: [DONE]`` ends the stream.
 
 History: system messages stay ``system`` messages where the policy put them; assistant reasoning is
-not sent back (these APIs do not take it); tool results are ``tool`` messages.
+not sent back (these APIs do not take it); tool results are ``tool`` messages. A ``tool`` message
+holds text only, so images a tool returned follow the step's tool messages in one ``user`` message of
+``image_url`` parts, each introduced by the call it came from.
 """
 
 from __future__ import annotations
@@ -224,7 +226,11 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
 def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[str, Any]]:
     """The history as Chat Completions ``messages``."""
     encoded: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []  # of the tool messages just encoded: they go after the last one
     for message in messages:
+        if images and not isinstance(message, ToolMessage):
+            encoded.append({"role": "user", "content": images})
+            images = []
         if isinstance(message, SystemMessage):
             encoded.append({"role": "system", "content": message.content})
         elif isinstance(message, UserMessage):
@@ -235,6 +241,11 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[s
                 encoded.append(assistant)
         else:
             encoded.append(_tool_result(message))
+            if message.images:
+                images.append({"type": "text", "text": f"The images tool call {message.tool_call_id} returned:"})
+                images += [{"type": "image_url", "image_url": {"url": image.url}} for image in message.images]
+    if images:
+        encoded.append({"role": "user", "content": images})
     return encoded
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
 from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextView, alternate_roles
-from chatgate.errors import ChatgateError, ProviderError, RequestError
+from chatgate.errors import ChatgateError, ProviderError, RequestError, StoreUnavailable
 from chatgate.events import (
     FinishReason,
     ModelFinished,
@@ -48,7 +48,15 @@ from chatgate.events import (
     ToolResult,
     Usage,
 )
-from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage, complete_arguments
+from chatgate.history import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    SystemMessage,
+    ToolCallPart,
+    ToolMessage,
+    complete_arguments,
+)
 from chatgate.ids import new_id
 from chatgate.leak_guard import PROMPT_LEAK_MESSAGE, PromptLeak, start_guard
 from chatgate.providers import ModelRequest
@@ -341,6 +349,9 @@ async def run_agent(
         yield _failed(trace, exc.message, "budget_exceeded")
     except RequestError as exc:  # the budgets could not be checked
         yield _failed(trace, exc.message, exc.code)
+    except StoreUnavailable as exc:  # a stored thread's approval ledger: the store is down or locked
+        logger.warning("agent %r run %r: %s", agent.name, run_input.run_id, exc)
+        yield _failed(trace, exc.public_message, exc.code)
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
         yield _failed(trace, "An internal error occurred.", "internal_error")
@@ -348,7 +359,7 @@ async def run_agent(
         if account is not None:
             account.finish()  # a run that did not reach RunFinished is recorded too
         if trace is not None:
-            trace.end()
+            trace.close()  # cut off (client gone, stopped): ended as cancelled
 
 
 def _may_trim_further(budget: ContextBudget | None, view: ContextView | None, exc: BaseException) -> bool:
@@ -493,7 +504,7 @@ async def _run_and_record(
         span.ended(None, "approved" if approval.approved else "denied")
     try:
         await agent.approval_ledger.record(claim, outcome)
-    except ApprovalLedgerError as exc:
+    except (ApprovalLedgerError, StoreUnavailable) as exc:
         # The claim stays pending until it expires: replays are told it is being answered, never re-run.
         logger.error("agent %r: outcome of tool call %r not recorded: %s", agent.name, call.tool_call_id, exc)
     return outcome
@@ -502,9 +513,12 @@ async def _run_and_record(
 async def _call(
     agent: Agent, call: ToolCallPart, trace: RunTrace | None = None, within: ToolTrace | None = None
 ) -> ToolResult:
-    span = trace.tool_call(call, within) if trace is not None else None
-    outcome = await agent.server_tools[call.name].call(call.arguments)
-    result = ToolResult(call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value)
+    tool = agent.server_tools[call.name]
+    span = trace.tool_call(call, within, tool.trace_attributes) if trace is not None else None
+    outcome = await tool.call(call.arguments)
+    result = ToolResult(
+        call.tool_call_id, outcome.content, outcome.is_error, output=outcome.value, images=outcome.images
+    )
     if span is not None:
         span.ended(result)
     return result
@@ -515,4 +529,5 @@ def tool_message(event: ToolResult | ToolDenied, *, message_id: str = "") -> Too
     if isinstance(event, ToolDenied):
         reason = f" Reason: {event.reason}" if event.reason else ""
         return ToolMessage(event.tool_call_id, f"The user denied this tool call.{reason}", True, id=message_id)
-    return ToolMessage(event.tool_call_id, event.content, event.is_error, id=message_id)
+    images = tuple(FilePart(media_type, f"data:{media_type};base64,{data}") for media_type, data in event.images)
+    return ToolMessage(event.tool_call_id, event.content, event.is_error, id=message_id, images=images)

@@ -22,10 +22,11 @@ from typing import Any, Protocol, get_type_hints
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import PydanticSerializationError
 
 from chatgate.config import AgentConfig
 from chatgate.run_input import ToolDefinition
-from chatgate.strict_json import dump_json
+from chatgate.strict_json import dump_json, utf8_safe
 
 __all__ = ["ServerTool", "Tool", "ToolOutcome", "ToolSource"]
 
@@ -37,12 +38,17 @@ class ToolOutcome:
     """What a tool call produced: text for the model, whether it is an error, and the data it returned.
 
     ``value`` is the function's result when it returned data rather than text (None otherwise), so a
-    client can be given the object itself.
+    client can be given the object itself. ``images`` go to the model beside the text.
     """
 
     content: str
     is_error: bool = False
     value: Any = None
+    images: tuple[tuple[str, str], ...] = ()
+    """``(media type, base64 data)`` of each image the model is to see (an MCP tool's image blocks)."""
+
+
+_FUNCTION_TOOL: Mapping[str, str] = {"gen_ai.tool.type": "function"}
 
 
 class Tool(Protocol):
@@ -65,6 +71,11 @@ class Tool(Protocol):
     @property
     def definition(self) -> ToolDefinition:
         """How the tool is offered to the model."""
+        ...
+
+    @property
+    def trace_attributes(self) -> Mapping[str, str]:
+        """What its ``execute_tool`` span says of its kind (``gen_ai.tool.type``, an MCP tool's server)."""
         ...
 
     async def call(self, arguments_json: str) -> ToolOutcome:
@@ -146,6 +157,11 @@ class ServerTool:
         """How the tool is offered to the model."""
         return ToolDefinition(self.name, self.description, self.parameters)
 
+    @property
+    def trace_attributes(self) -> Mapping[str, str]:
+        """A Python function chatgate runs: ``gen_ai.tool.type`` ``function``."""
+        return _FUNCTION_TOOL
+
     async def call(self, arguments_json: str) -> ToolOutcome:
         """Validate the model's arguments and run the function; failures come back as error outcomes."""
         try:
@@ -167,7 +183,14 @@ class ServerTool:
             return ToolOutcome(f"{self.name} timed out after {self.timeout:g} seconds", is_error=True)
         except Exception as exc:
             logger.warning("tool %r raised %s: %s", self.name, type(exc).__name__, exc)
-            return ToolOutcome(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+            return ToolOutcome(utf8_safe(f"{self.name} failed: {type(exc).__name__}: {exc}"), is_error=True)
+        # A lone surrogate (text read with surrogateescape) is escaped here, once: UTF-8 cannot carry it
+        # to the model, the client, the store or a span.
         if isinstance(result, str):
-            return ToolOutcome(result)
-        return ToolOutcome(dump_json(result).decode(), value=result)
+            return ToolOutcome(utf8_safe(result))
+        try:
+            result = utf8_safe(result)
+            return ToolOutcome(dump_json(result).decode(), value=result)
+        except (PydanticSerializationError, RecursionError) as exc:
+            logger.warning("tool %r returned a value that is not JSON: %s", self.name, exc)
+            return ToolOutcome(f"{self.name} returned a value that cannot be sent as JSON", is_error=True)

@@ -47,13 +47,17 @@ __all__ = [
 ]
 
 
-async def open_store(url: str, base_dir: Path) -> SqlThreadStore:
-    """Connect to ``url`` (``sqlite:///...`` or ``postgresql://...``) and bring its schema up to date."""
+async def open_store(url: str, base_dir: Path, *, lock_timeout: float = 10.0) -> SqlThreadStore:
+    """Connect to ``url`` (``sqlite:///...`` or ``postgresql://...``) and bring its schema up to date.
+
+    ``lock_timeout``: how many seconds a statement waits for another connection's lock before the
+    store raises ``StoreBusy``.
+    """
     engine: SqliteEngine | PostgresEngine
     if url.startswith("sqlite:///"):
-        engine = await SqliteEngine.open(sqlite_path(url, base_dir))
+        engine = await SqliteEngine.open(sqlite_path(url, base_dir), lock_timeout=lock_timeout)
     else:
-        engine = await PostgresEngine.open(url)
+        engine = await PostgresEngine.open(url, lock_timeout=lock_timeout)
     store = SqlThreadStore(engine)
     try:
         await store.migrate()

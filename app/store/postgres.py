@@ -1,6 +1,9 @@
 """The PostgreSQL engine (``postgresql://...``): an ``asyncpg`` pool, for several replicas on one database.
 
 Migrations take a transaction-scoped advisory lock, so replicas starting together apply them once.
+Every connection has ``lock_timeout`` set (``[store] lock_timeout_seconds``): a statement that waits
+longer for another session's lock fails with ``StoreBusy`` (503 ``store_busy``), as SQLite's
+"database is locked" does, instead of waiting for ever; the migration lock alone waits unbounded.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
-from chatgate.errors import StoreUnavailable
+from chatgate.errors import StoreBusy, StoreUnavailable
 
 __all__ = ["PostgresEngine"]
 
@@ -26,8 +29,13 @@ _OUTAGE = (
     asyncpg.InterfaceError,
 )
 
+# What another session holding a lock looks like: lock_timeout reached, or a deadlock broken.
+_BUSY = (asyncpg.exceptions.LockNotAvailableError, asyncpg.exceptions.DeadlockDetectedError)
+
 
 def _unavailable(exc: BaseException) -> StoreUnavailable:
+    if isinstance(exc, _BUSY):
+        return StoreBusy(f"PostgreSQL is locked by another session: {type(exc).__name__}: {exc}")
     return StoreUnavailable(f"PostgreSQL is unavailable: {type(exc).__name__}: {exc}")
 
 
@@ -56,15 +64,19 @@ async def _no_reset_query(connection: Any) -> None:
 class PostgresEngine:
     """A pool of connections to one PostgreSQL database."""
 
-    migration_lock: str | None = f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})"
+    migration_lock: tuple[str, ...] = (
+        "SET LOCAL lock_timeout = 0",  # replicas starting together wait for the first one's migration
+        f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})",
+    )
 
     def __init__(self, pool: Any) -> None:
         self._pool = pool
 
     @classmethod
-    async def open(cls, url: str) -> PostgresEngine:
-        """Connect a pool to ``url``."""
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=10, reset=_no_reset_query)
+    async def open(cls, url: str, *, lock_timeout: float = 10.0) -> PostgresEngine:
+        """Connect a pool to ``url``; a statement waits at most ``lock_timeout`` seconds for a lock."""
+        settings = {"lock_timeout": f"{max(1, round(lock_timeout * 1000))}ms"}
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=10, reset=_no_reset_query, server_settings=settings)
         return cls(pool)
 
     @asynccontextmanager
@@ -73,7 +85,7 @@ class PostgresEngine:
         try:
             async with self._pool.acquire() as connection, connection.transaction():
                 yield _Transaction(connection)
-        except _OUTAGE as exc:
+        except (*_OUTAGE, *_BUSY) as exc:
             raise _unavailable(exc) from exc
 
     @asynccontextmanager
@@ -82,7 +94,7 @@ class PostgresEngine:
         try:
             async with self._pool.acquire() as connection:
                 yield _Transaction(connection)
-        except _OUTAGE as exc:
+        except (*_OUTAGE, *_BUSY) as exc:
             raise _unavailable(exc) from exc
 
     async def close(self) -> None:

@@ -54,9 +54,9 @@ class Transaction(Protocol):
 
 
 class Engine(Protocol):
-    """What a database engine provides: transactions, and the statement that serialises migrations."""
+    """What a database engine provides: transactions, and the statements that serialise migrations."""
 
-    migration_lock: str | None
+    migration_lock: tuple[str, ...]
 
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """A transaction: committed when the block ends, rolled back when it raises."""
@@ -85,8 +85,8 @@ class SqlThreadStore:
     async def migrate(self) -> int:
         """Apply the migrations this database has not seen; returns the schema version."""
         async with self._engine.transaction() as tx:
-            if self._engine.migration_lock:
-                await tx.fetch(self._engine.migration_lock)
+            for statement in self._engine.migration_lock:
+                await tx.fetch(statement)
             await tx.execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
             rows = await tx.fetch("SELECT MAX(version) AS version FROM schema_version")
             current = int(rows[0]["version"] or 0) if rows else 0

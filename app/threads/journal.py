@@ -24,7 +24,8 @@ _TYPES: dict[str, type[Any]] = {
     name: getattr(events, name) for name in events.__all__ if name not in ("RunEvent", "FinishReason")
 }
 _FIELDS: dict[type[Any], tuple[str, tuple[str, ...]]] = {
-    kind: (name, tuple(f.name for f in fields(kind))) for name, kind in _TYPES.items()
+    kind: (name, tuple(f.name for f in fields(kind) if f.metadata.get("journal", True)))
+    for name, kind in _TYPES.items()
 }
 _HEADER = "header"
 # A line is a JSON array: the event's type, then its fields in order (a third of the cost of an object).

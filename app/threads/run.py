@@ -48,6 +48,7 @@ from chatgate.runlog import RunEnding, RunWriter
 from chatgate.store import MessageStatus, RunningTurn, ThreadInfo, ThreadStore
 from chatgate.threads.follow import follow_run
 from chatgate.threads.journal import encode_event, encode_header
+from chatgate.tracing import RunTrace
 
 __all__ = [
     "CHECKPOINT_SECONDS",
@@ -152,8 +153,10 @@ class ThreadRun:
         encode: Callable[[AsyncIterator[RunEvent]], AsyncIterator[bytes]],
         interrupted: Callable[[str, str], bytes],
         finish_on_disconnect: bool,
+        trace: RunTrace | None = None,
     ) -> None:
         self.thread = thread
+        self._trace = trace
         self.run_id = run_id
         self._store = store
         self._events = events
@@ -217,6 +220,8 @@ class ThreadRun:
                 await asyncio.shield(self._writer.close(self._ending, hold=self._unsaved is not None))
             except Exception:
                 logger.exception("thread run %r: closing its run log failed", self.run_id)
+            if self._trace is not None:  # the agent's events may never have started: a stop came first
+                self._trace.close()
             if self._unsaved is not None:
                 await self._save_until_stored(self._unsaved)
 

@@ -23,6 +23,7 @@ from chatgate.history import (
     ToolMessage,
     UserMessage,
 )
+from chatgate.strict_json import utf8_safe
 from chatgate.telemetry import loggable, redact_url
 
 __all__ = ["messages_json", "span_text"]
@@ -34,10 +35,8 @@ def span_text(text: str) -> str:
     OTLP strings are UTF-8: the exporter drops an attribute holding a lone surrogate (a tool's result
     can, e.g. text read with ``surrogateescape``), logging an error for it.
     """
-    text = loggable(text)
-    if text.isascii():
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    cleaned: str = utf8_safe(loggable(text))
+    return cleaned
 
 
 def messages_json(messages: Iterable[Message]) -> str:

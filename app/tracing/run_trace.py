@@ -86,7 +86,7 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 class RunTrace:
     """The ``invoke_agent`` span of one run, and the parent of its model call, tool and approval spans."""
 
-    __slots__ = ("_agent", "_context", "_ended", "_tracer", "capture_content", "span", "trace_id")
+    __slots__ = ("_agent", "_context", "_ended", "_settled", "_tracer", "capture_content", "span", "trace_id")
 
     def __init__(
         self,
@@ -101,6 +101,7 @@ class RunTrace:
         self._agent = agent
         self.capture_content = telemetry.capture_content
         self._ended = False
+        self._settled = False  # finished() or failed() said how the run ended
         config = agent.config
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
@@ -178,13 +179,20 @@ class RunTrace:
         span = _started(self._tracer, f"approval {call.name}", self._context, attributes)
         return ToolTrace(span, False)
 
-    def tool_call(self, call: ToolCallPart, within: ToolTrace | None = None) -> ToolTrace:
-        """The ``execute_tool {tool}`` span of one server tool call (under its approval's span, if any)."""
+    def tool_call(
+        self, call: ToolCallPart, within: ToolTrace | None = None, kind: Mapping[str, str] | None = None
+    ) -> ToolTrace:
+        """The ``execute_tool {tool}`` span of one server tool call (under its approval's span, if any).
+
+        ``kind`` is what the tool says of itself (``Tool.trace_attributes``: its ``gen_ai.tool.type``, and an
+        MCP tool's server); ``function`` when not given.
+        """
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": call.tool_call_id,
             "gen_ai.tool.type": "function",
+            **(kind or {}),
         }
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = span_text(call.arguments)
@@ -194,10 +202,12 @@ class RunTrace:
 
     def finished(self, reason: str) -> None:
         """The run ended normally with ``reason``."""
+        self._settled = True
         self.span.set_attribute("chatgate.run.finish_reason", reason)
 
     def failed(self, code: str, message: str) -> None:
         """The run ended with the protocol error ``code``/``message`` the client saw."""
+        self._settled = True
         span = self.span
         span.set_attributes({"error.type": code, "chatgate.error.code": code, "chatgate.error.message": message})
         span.set_status(Status(StatusCode.ERROR, message))
@@ -209,6 +219,20 @@ class RunTrace:
             self.failed(error.code, error.message)
         elif isinstance(error, Exception):
             self.failed("internal_error", "An internal error occurred.")
+        self.end()
+
+    def close(self) -> None:
+        """The run is over, however it went: end its span (once), as cancelled if it never said how it ended.
+
+        A run cut off before its ending (its client left, it was stopped, the server shut down) records no
+        ending, and one cut off before it began never ran a line of the runner: whoever owns the run calls
+        this when it is over, so the span always ends.
+        """
+        if self._ended:
+            return
+        if not self._settled:
+            self.span.set_attributes({"error.type": "cancelled", "chatgate.run.finish_reason": "cancelled"})
+            self.span.set_status(Status(StatusCode.ERROR, "the run ended before it finished: cancelled"))
         self.end()
 
     def end(self) -> None:

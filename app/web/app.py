@@ -75,8 +75,8 @@ logger = logging.getLogger("chatgate.server")
 
 _ERROR_LOGGED = "chatgate.error_logged"
 
-STORE_RETRY_AFTER_SECONDS = 5
-"""The ``Retry-After`` of a 503 ``store_unavailable``."""
+STORE_RETRY_AFTER_SECONDS = StoreUnavailable.retry_after
+"""The ``Retry-After`` of a 503 ``store_unavailable`` (``store_busy`` has ``StoreBusy.retry_after``)."""
 
 
 class ChatgateApp(Starlette):
@@ -175,7 +175,11 @@ def create_app(
             )
             # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
             store_url = config.store_url
-            app.state.store = await open_store(store_url, config.base_dir) if store_url else None
+            app.state.store = (
+                await open_store(store_url, config.base_dir, lock_timeout=config.store.lock_timeout_seconds)
+                if store_url
+                else None
+            )
             app.state.files = FileStore(app.state.store.engine) if app.state.store is not None else None
             if app.state.store is not None:
                 add_check(app, "store", app.state.store.ping)
@@ -388,6 +392,8 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 meter=metrics.stream(protocol.name, agent.name, started),
                 joined=joined,
                 run=run,
+                # The run ends its span; this ends it too if the run never began (its stream was gone first).
+                closed=trace.close if trace is not None and not stored else None,
             )
 
         return await hold_stream_slot(request, start)  # type: ignore[return-value]
@@ -455,16 +461,11 @@ async def _unexpected_error_handler(request: Request, exc: Exception) -> Respons
 
 
 async def _store_unavailable_handler(request: Request, exc: Exception) -> Response:
-    # An outage, not a bug: one line with the cause, no traceback.
+    # An outage or a lock held elsewhere, not a bug: one line with the cause, no traceback.
+    assert isinstance(exc, StoreUnavailable)
     logger.warning("%s %s: %s", request.method, loggable(request.url.path), exc)
-    return error_response(
-        RequestError(
-            503,
-            "store_unavailable",
-            "the conversation store is unavailable; retry later",
-            headers={"Retry-After": str(STORE_RETRY_AFTER_SECONDS)},
-        )
-    )
+    headers = {"Retry-After": str(exc.retry_after)}
+    return error_response(RequestError(503, exc.code, exc.public_message, headers=headers))
 
 
 def _not_started() -> Response:

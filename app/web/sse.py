@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 
 from starlette.types import Receive, Scope, Send
@@ -54,8 +54,11 @@ class EventStreamResponse:
         meter: StreamMeter | None = None,
         joined: bool = False,
         run: asyncio.Task[None] | None = None,
+        closed: Callable[[], None] | None = None,
     ) -> None:
         self._chunks = chunks
+        self._closed = closed
+        """Called once the stream is over and its event chain closed (a stateless run's span ends there)."""
         self._joined = joined
         self.run = run
         """The detached run this stream follows, if any: it may outlive the stream (a stream slot waits for it)."""
@@ -73,7 +76,14 @@ class EventStreamResponse:
         self._body_done = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Stream the frames until they end or the client disconnects."""
+        """Stream the frames until they end or the client disconnects; then call ``closed``."""
+        try:
+            await self._stream(scope, receive, send)
+        finally:
+            if self._closed is not None:
+                self._closed()
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self._headers})
         # Starlette wraps ``send`` three times to learn whether a response has started; that is known
         # now, so the body goes straight to the server's own ``send`` when the app left it in scope.

@@ -90,7 +90,17 @@ def test_a_result_is_capped_with_a_marker_and_an_error_stays_an_error() -> None:
     assert outcome.is_error
     assert outcome.content == "y" * 1000 + "\n[chatgate: output truncated: 1000 of 5000 characters shown]"
     image = types.CallToolResult(content=[types.ImageContent(data="AAAA", mime_type="image/png")])
-    assert outcome_of(image, 1000).content == "[image: image/png, 3 bytes]"
+    shown = outcome_of(image, 1000, image_limit=3)
+    assert (shown.content, shown.images) == ("[image: image/png, 3 bytes]", (("image/png", "AAAA"),))
+    capped = outcome_of(image, 1000, image_limit=2)
+    assert capped.content == "[image: image/png, 3 bytes: not shown, over the result's 2-byte limit]"
+    assert capped.images == ()
+    two = types.CallToolResult(content=image.content * 2)  # the limit is for one result's images together
+    assert outcome_of(two, 1000, image_limit=5).images == (("image/png", "AAAA"),)
+    svg = types.CallToolResult(content=[types.ImageContent(data="AAAA", mime_type="image/svg+xml")])
+    assert outcome_of(svg, 1000, image_limit=100).images == ()
+    broken = types.CallToolResult(content=[types.ImageContent(data="A!A=", mime_type="image/png")])
+    assert outcome_of(broken, 1000, image_limit=100).images == ()
     structured = types.CallToolResult(content=[], structured_content={"a": 1})
     assert (outcome_of(structured, 1000).content, outcome_of(structured, 1000).value) == ('{"a":1}', {"a": 1})
 

@@ -315,3 +315,25 @@ async def test_a_file_the_api_cannot_take_fails_clearly_before_any_request(part:
             await stream_once("openai", fake.url, (UserMessage((part,)),))
     assert caught.value.public_message.startswith(f"This model cannot read {part.media_type} files")
     assert fake.bodies == []
+
+
+async def test_images_from_tool_results_follow_the_steps_tool_messages_in_one_user_message() -> None:
+    # A tool message holds text only: both calls' results first, then their images, then the next turn.
+    png, gif = FilePart("image/png", "data:image/png;base64,iVBO"), FilePart("image/gif", "data:image/gif;base64,R0lG")
+    calls = (ToolCallPart("call_1", "shot", "{}"), ToolCallPart("call_2", "shot", "{}"))
+    history = (
+        UserMessage((TextPart("Look"),)),
+        AssistantMessage(calls),
+        ToolMessage("call_1", "[image: image/png, 3 bytes]", images=(png,)),
+        ToolMessage("call_2", "[image: image/gif, 3 bytes]", images=(gif,)),
+    )
+    async with FakeUpstream(answer(openai_chunk({}, "stop"), DONE)) as fake:
+        await stream_once("openai", fake.url, history)
+    messages = fake.bodies[0]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "user"]
+    assert messages[-1]["content"] == [
+        {"type": "text", "text": "The images tool call call_1 returned:"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+        {"type": "text", "text": "The images tool call call_2 returned:"},
+        {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}},
+    ]

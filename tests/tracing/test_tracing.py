@@ -29,6 +29,7 @@ from chatgate.telemetry.logs import TEXT_FORMAT, JsonFormatter, RequestIdFilter
 from chatgate.tracing import start_telemetry
 from tests.conftest import make_config
 from tests.e2e.approval_flows import answer, ask, executions
+from tests.mcp.real_servers import calls_on_server, counted, everything_stdio
 from tests.phoenix import Phoenix, Span, running_phoenix
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage, text_reply
 from tests.providers.support import provider_table
@@ -173,9 +174,74 @@ def test_a_lone_surrogate_in_a_tool_result_costs_no_spans_when_content_is_captur
     body = {"threadId": "t", "runId": "r", "messages": [user]}
     assert httpx.post(f"{url}/ag-ui", json=body, headers=headers).status_code == 200
 
-    # 3 spans: the AG-UI encoder itself fails on such a result (the second model call never comes)
-    tool = one(phoenix.spans(trace_id, 3), "execute_tool lone_surrogate")
+    # 4 spans: the tool's result is escaped where it is made, so the run goes on to a second model call
+    spans = phoenix.spans(trace_id, 4)
+    assert sorted(span.name for span in spans).count("chat echo") == 2
+    tool = one(spans, "execute_tool lone_surrogate")
     assert tool.attributes["gen_ai.tool.call.result"] == "x\\udcff y"
+
+
+def test_an_mcp_tool_call_is_an_execute_tool_span_naming_its_server(
+    serve: Serve, phoenix: Phoenix, tmp_path: Path
+) -> None:
+    # The real server-everything over stdio, behind the tap that counts the calls reaching it.
+    log = tmp_path / "calls.log"
+    agent = {"model": "builtin:echo", "default": True, "mcp": {"everything": {"include": ["echo"]}}}
+    servers = {"everything": {"command": counted(everything_stdio(), log)}}
+    url = serve(traced(phoenix, {"bot": agent}, mcp_servers=servers))
+    for _ in range(600):  # the stdio child starts with the app, in the background
+        if httpx.get(f"{url}/readyz").status_code == 200:
+            break
+        time.sleep(0.05)
+    trace_id, _, headers = traceparent()
+    user = {"id": "u1", "role": "user", "content": '/call everything__echo {"message": "traced"}'}
+    body = {"threadId": "t", "runId": "r", "messages": [user]}
+    assert httpx.post(f"{url}/ag-ui", json=body, headers=headers).status_code == 200
+
+    spans = phoenix.spans(trace_id, 4)  # invoke_agent, chat, execute_tool, chat
+    run, tool = one(spans, "invoke_agent bot"), one(spans, "execute_tool everything__echo")
+    assert tool.parent_id == run.span_id and tool.status != "ERROR"
+    assert {key: tool.attributes.get(key) for key in MCP_TOOL_ATTRIBUTES} == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "everything__echo",
+        "gen_ai.tool.type": "extension",
+        "mcp.method.name": "tools/call",
+        "chatgate.mcp.server": "everything",
+        "chatgate.mcp.tool": "echo",
+    }
+    assert tool.attributes["gen_ai.tool.call.id"].startswith("call_")
+    assert calls_on_server(log) == [{"tool": "echo", "arguments": {"message": "traced"}}]  # one span, one call
+
+
+def test_a_run_whose_client_left_before_the_first_model_call_ends_its_span_as_cancelled(
+    serve: Serve, phoenix: Phoenix
+) -> None:
+    # window = "auto": the run first asks the model server for its window (GET /props), which never
+    # answers; the client reads RUN_STARTED and leaves while the run waits there. Before, the span
+    # either never ended (a run whose events never began) or ended with no status at all.
+    with fake_in_thread(Reply([], ending="silent"), text_reply("openai", "never")) as upstream:
+        agent = {"model": "up:m", "default": True, "context": {"window": "auto"}}
+        url = serve(traced(phoenix, {"bot": agent}, providers={"up": provider_table("openai", upstream.url)}))
+        trace_id, _, headers = traceparent()
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
+        with httpx.stream("POST", f"{url}/ag-ui", json=body, headers=headers, timeout=30) as response:
+            first = next(line for line in response.iter_lines() if line.startswith("data: "))
+        assert json.loads(first[len("data: ") :])["type"] == "RUN_STARTED"
+        (run,) = phoenix.spans(trace_id, 1)
+        assert [request.path for request in upstream.requests] == ["/props"]  # no model call was made
+    assert run.name == "invoke_agent bot" and run.status == "ERROR"
+    assert run.attributes["error.type"] == "cancelled"
+    assert run.attributes["chatgate.run.finish_reason"] == "cancelled"
+
+
+MCP_TOOL_ATTRIBUTES = (
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.tool.type",
+    "mcp.method.name",
+    "chatgate.mcp.server",
+    "chatgate.mcp.tool",
+)
 
 
 def test_an_approval_is_an_event_then_a_span_with_the_tool_run_under_it(
