@@ -94,4 +94,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX usage_by_time ON usage (at)",
         "CREATE INDEX usage_by_caller ON usage (key_id, person, at)",
     ),
+    # 5 (the summarize strategy's; 4 belongs to uploads): a thread's summary of the turns its model no
+    # longer sees (app/context/summary.py), one per thread, replaced as it grows.
+    (
+        """CREATE TABLE thread_summaries (
+            thread_key TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            through_id TEXT NOT NULL,
+            through_seq BIGINT NOT NULL,
+            messages BIGINT NOT NULL,
+            tokens BIGINT NOT NULL,
+            model TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
 )
