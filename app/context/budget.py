@@ -44,6 +44,9 @@ Strategy: TypeAlias = Literal["drop_oldest", "summarize", "fail"]
 WindowProbe: TypeAlias = Callable[[], Awaitable[int | None]]
 """Asks the upstream for its context window (``window = "auto"``); None when it cannot tell."""
 
+MAX_SUMMARY_TOKENS = 1024
+"""The longest summary ``summarize`` asks for, whatever the window."""
+
 PROBE_AGAIN_SECONDS = 30.0
 """After a failed probe, how long runs go without a budget before the upstream is asked again."""
 
@@ -144,9 +147,12 @@ class ContextBudget:
 
     @property
     def summary_tokens(self) -> int:
-        """Under ``summarize``: the most a summary may take (its call's answer limit), a quarter of the budget."""
+        """Under ``summarize``: the most a summary may take (its call's answer limit).
+
+        An eighth of the prompt budget, 16 to ``MAX_SUMMARY_TOKENS``.
+        """
         budget = self.prompt_budget or 0
-        return max(budget // 4, 16)
+        return min(max(budget // 8, 16), MAX_SUMMARY_TOKENS)
 
     def summary_room(self, previous: ContextSummary | None) -> int:
         """Characters of transcript a summary call may send and still fit the window with its answer."""
@@ -169,9 +175,9 @@ class ContextBudget:
 
         ``summary`` (``summarize``) stands in for the messages it covers, right after the head. With
         ``fold``, a view over the budget also says which messages a new summary should fold in
-        (``fold_from``..``fold_to``: down to half the budget, so that the next turns fit without
-        another summary); its messages are what ``drop_oldest`` would send, the fallback when no summary
-        can be written.
+        (``fold_from``..``fold_to``: what leaves the rest, with the new summary, at about half the
+        budget, so that the next turns fit without another summary); its messages are what
+        ``drop_oldest`` would send, the fallback when no summary can be written.
 
         Raises the ``context_length_exceeded`` error when the strategy is ``fail`` and the prompt does
         not fit.
@@ -227,7 +233,9 @@ class ContextBudget:
         fold_from = fold_to = 0
         if fold and self.strategy == "summarize":
             carried_tokens = math.ceil(sum(estimate(message) for message in carried) * ratio)
-            fold_to = _leave_out(history, kept, newest, tokens - carried_tokens, budget // 2, ratio)[0]
+            # Down to half the budget with the new summary, so that the next turns fit without another.
+            target = max(budget // 2 - self.summary_tokens, 0)
+            fold_to = _leave_out(history, kept, newest, tokens - carried_tokens, target, ratio)[0]
             fold_from = floor
             if fold_to <= fold_from:
                 fold_from = fold_to = 0

@@ -31,7 +31,7 @@ def test_over_the_budget_it_names_the_turns_to_fold_down_to_half_and_sends_drop_
     assert view.fold_from == 1 and isinstance(messages[view.fold_to], UserMessage) and view.fold_to > plain.start
     folded = ContextSummary("Summary.", through=messages[view.fold_to - 1].id)
     after = budget.view(messages, (), "t", summary=folded)
-    assert after.tokens <= 1500 // 2 + 40 and after.dropped_turns == 0  # fits with room for the next turns
+    assert after.tokens <= 1500 // 2 and after.dropped_turns == 0  # about half: room for the next turns
     assert _ids(after.messages)[:4] == ["system", "summary-request", "summary", messages[view.fold_to].id]
     # The next fold starts after what this summary covers, and carries it.
     again = budget.view(history(40), (), "t", summary=folded, fold=True)  # the same thread, 20 turns on
