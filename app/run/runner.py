@@ -412,11 +412,11 @@ async def _summarize(
     once. A failed call (None, logged) leaves this call's view as ``drop_oldest`` made it.
     """
     writer = agent.summary_model
-    if writer is None:
+    through = history[view.fold_to - 1].id
+    if writer is None or not through:  # no writer, or nothing to name what it covers by
         return None, None
     previous = summaries.current
     folded = history[view.fold_from : view.fold_to]
-    through = history[view.fold_to - 1].id
     if account is not None:
         await account.check()  # over budget: the run ends here, before the call
     meter = metrics.model_call(writer.provider.name, agent.name) if metrics is not None else None
