@@ -10,7 +10,9 @@ record of the reported input tokens. Rows:
 - ``window, continuing``: the thread's previous call was reported (the usual turn): counted from that
   report plus the new messages;
 - ``window, first call``: no report yet (a new process, or the view changed): every message estimated;
-- ``window, trimming``: continuing, on a window that makes each call leave out older turns.
+- ``window, trimming``: continuing, on a window that makes each call leave out older turns;
+- ``summarize, continuing``: continuing, with a stored summary standing in for the older half of the
+  thread (``strategy = "summarize"``); the summary call itself is a model call, not counted here.
 
 Each row repeats the same turn (the thread's previous report restored each time). CPU time
 (``process_time``) per turn, median of the rounds. A benchmark, not a test.
@@ -23,7 +25,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from chatgate.context import ContextBudget, alternate_roles
+from chatgate.context import ContextBudget, ContextSummary, alternate_roles
 from chatgate.history import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
 
 TEXT = "The quick brown fox jumps over the lazy dog while the cat watches from the old wooden fence. " * 3
@@ -55,14 +57,15 @@ def rows(messages: int, turns: int) -> dict[str, float]:
     tokens = 80 * len(history)
     found: dict[str, float] = {"roles only": measure(lambda: alternate_roles(history), turns)}
 
-    def turn_on(window: int) -> Callable[[], None]:
-        budget = ContextBudget("bench", window=window, answer=512)
-        first = budget.view(previous, (), "t")
+    def turn_on(window: int, summary: ContextSummary | None = None) -> Callable[[], None]:
+        strategy = "summarize" if summary is not None else "drop_oldest"
+        budget = ContextBudget("bench", window=window, strategy=strategy, answer=512)
+        first = budget.view(previous, (), "t", summary=summary)
         budget.observe(first, previous, "t", tokens)
         anchor = budget.counter.anchor("t")
 
         def turn() -> None:
-            view = budget.view(history, (), "t")
+            view = budget.view(history, (), "t", summary=summary, fold=summary is not None)
             budget.observe(view, history, "t", view.tokens or tokens)
             budget.counter._anchors["t"] = anchor  # type: ignore[assignment]  # the same turn again
 
@@ -72,6 +75,9 @@ def rows(messages: int, turns: int) -> dict[str, float]:
     fresh = ContextBudget("bench", window=10_000_000, answer=512)
     found["window, first call"] = measure(lambda: fresh.view(history, (), ""), turns)
     found["window, trimming"] = measure(turn_on(tokens // 2), turns)
+    half = history[len(history) // 2]
+    summary = ContextSummary("A person and a note taker went over " + TEXT, half.id, len(history) // 2, 90)
+    found["summarize, continuing"] = measure(turn_on(10_000_000, summary), turns)
     return found
 
 

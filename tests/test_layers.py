@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry", "drain"},
     {"store", "files", "protocol", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage", "files_store"},
-    {"leak_guard", "tracing", "adapters.ag_ui", "adapters.vercel_ai"},
+    {"leak_guard", "tracing", "summaries", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
     {"access", "threads", "scripting", "mcp"},
     {"web"},
@@ -28,8 +28,8 @@ LAYERS: list[set[str]] = [
 """Bottom to top. Foundations (with the installed version and the route path under a mount); ids,
 config, run logs, meters and logs; the store, files, the protocol
 interface, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
-tracing and the adapters; one run; access, stored threads, the Python API and MCP tools; the HTTP edge;
-the command and the public API."""
+tracing, context summaries and the adapters; one run; access, stored threads, the Python API and MCP
+tools; the HTTP edge; the command and the public API."""
 
 
 def _modules() -> dict[str, Path]:

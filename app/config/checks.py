@@ -62,6 +62,8 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
             continue
         problems += _model_settings_problems(name, agent, provider.kind)
         problems += _context_problems(name, agent, provider.kind)
+    for name, agent in config.agents.items():
+        problems += _summary_model_problems(name, agent, config, environ)
     problems += _key_problems(config)
     if "files" in config.model_fields_set and config.store_url is None:
         problems.append("files: uploads are kept in the store, and none is configured; set [store] url")
@@ -96,10 +98,10 @@ def _context_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | 
     where = f"agents.{agent_name}.context"
     context = agent.context
     problems = []
-    if context.strategy == "summarize":
-        problems.append(f'{where}.strategy: "summarize" is not available yet; use "drop_oldest" or "fail"')
-    if context.summary_model is not None:
-        problems.append(f'{where}.summary_model: only used with strategy = "summarize", which is not available yet')
+    if context.summary_model is not None and context.strategy != "summarize":
+        problems.append(f'{where}.summary_model: only used with strategy = "summarize"; remove it or set that')
+    if context.strategy == "summarize" and context.window is None:
+        problems.append(f'{where}.strategy: "summarize" needs a window (a number of tokens, or "auto")')
     if context.window == "auto" and kind not in ("openai", "ollama"):
         problems.append(
             f'{where}.window: "auto" asks llama.cpp (/props) or Ollama (/api/show); the {kind} provider cannot tell,'
@@ -112,6 +114,24 @@ def _context_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | 
             f" {answer} (model_settings); the window holds the prompt and the answer"
         )
     return problems
+
+
+def _summary_model_problems(name: str, agent: AgentConfig, config: Config, environ: Mapping[str, str]) -> list[str]:
+    """``summary_model`` is named as an agent's ``model`` is: a configured provider (or builtin) and a model."""
+    model = agent.context.summary_model
+    if model is None:
+        return []
+    provider_name, model_name = model.split(":", 1)
+    where = f"agents.{name}.context.summary_model"
+    if provider_name == "builtin":
+        if model_name not in BUILTIN_MODELS:
+            return [f"{where}: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"]
+        return []
+    try:
+        resolve_provider(config, provider_name, environ)
+    except ValueError as exc:
+        return [f"{where}: {exc}"]
+    return []
 
 
 def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | Literal["builtin"]) -> list[str]:

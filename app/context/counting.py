@@ -66,7 +66,8 @@ def estimate_tools(tools: Sequence[ToolDefinition]) -> int:
 class Anchor:
     """What one call of a thread sent (``start``..``end`` of its history, by id) and the tokens it reported.
 
-    ``left_out`` is how many turns before ``start`` that call left out.
+    ``left_out`` is how many turns before ``start`` that call left out (not counting those a summary
+    covered); ``summary`` names the summary it sent (the id of the last message it covers), "" for none.
     """
 
     start: int
@@ -75,6 +76,7 @@ class Anchor:
     end_id: str
     tokens: int
     left_out: int = 0
+    summary: str = ""
 
 
 class TokenCounter:

@@ -26,6 +26,7 @@ from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.run.tools import ServerTool, Tool, ToolSource
 from chatgate.run_input import ToolDefinition
+from chatgate.summaries import SummaryModel, summary_model
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "context_budget", "prompt_template"]
 
@@ -45,7 +46,8 @@ class Agent:
     owner; a request sets its caller's (and its stored thread's), so that no other key, user or thread
     can answer them. ``prompt`` is the system
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
-    working directory. ``context`` is its context budget (app/context/), None when no window is set.
+    working directory. ``context`` is its context budget (app/context/), None when no window is set;
+    ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/summaries/).
     ``files`` gives model calls the bytes of the uploads the history references (app/files_store/); a
     request sets its caller's, as it does ``approval_scope``.
     """
@@ -62,6 +64,7 @@ class Agent:
     approval_scope: str = ""
     context: ContextBudget | None = None
     files: FileInliner | None = None
+    summary_model: SummaryModel | None = None
 
     def __post_init__(self) -> None:
         if not self.approval_scope:
@@ -159,11 +162,12 @@ class AgentRegistry:
             approvals.warn_if_unshared(config)
         kept = approvals if approvals is not None else AppApprovals()
         signer = kept.signer(config)
+        providers = {name: build_provider(agent, config, http_client) for name, agent in config.agents.items()}
         self._agents: Mapping[str, Agent] = {
             name: Agent(
                 name,
                 agent,
-                build_provider(agent, config, http_client),
+                providers[name],
                 server_tools=_agent_tools(name, agent, config.base_dir, mcp),
                 client_tools=_client_tools(agent),
                 max_steps=agent.max_steps,
@@ -171,6 +175,7 @@ class AgentRegistry:
                 approval_ledger=kept.ledger,
                 prompt=prompt_template(agent, config.base_dir),
                 context=context_budget(name, agent, config, http_client),
+                summary_model=summary_model(agent, providers[name], config, http_client),
             )
             for name, agent in config.agents.items()
         }

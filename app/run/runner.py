@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
-from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextView, alternate_roles
+from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextSummary, ContextView, alternate_roles
 from chatgate.errors import ChatgateError, ProviderError, RequestError, StoreUnavailable
 from chatgate.events import (
     FinishReason,
@@ -65,6 +65,7 @@ from chatgate.run.assembly import MessageAssembler
 from chatgate.run.policy import apply_system_prompt_policy
 from chatgate.run.prompts import PromptRenderError, RequestFacts
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
+from chatgate.summaries import SummaryKeeper, write_summary
 from chatgate.telemetry import Metrics
 from chatgate.usage import BudgetExceeded, RunAccount
 
@@ -165,6 +166,7 @@ async def run_agent(
     metrics: Metrics | None = None,
     account: RunAccount | None = None,
     trace: RunTrace | None = None,
+    summaries: SummaryKeeper | None = None,
 ) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
@@ -173,6 +175,8 @@ async def run_agent(
     ``RunFailed`` the client can act on, instead of being cut off. ``metrics`` records each model call;
     ``account`` checks budgets before each one and records the run's usage (app/usage/).
     ``trace`` (tracing on) gets a span per model call, tool call and approval, and is ended here.
+    ``summaries`` is a stored thread's summary under ``strategy = "summarize"``: without it (a stateless
+    agent) a prompt over the budget leaves turns out as ``drop_oldest`` does.
     """
     # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
@@ -213,7 +217,17 @@ async def run_agent(
                     view = None
                     messages = alternate_roles(history)
                 else:
-                    view = budget.view(history, request.tools, thread, limit=limit)
+                    summary = summaries.current if summaries is not None else None
+                    fold = summaries is not None and limit is None
+                    view = budget.view(history, request.tools, thread, limit=limit, summary=summary, fold=fold)
+                    if view.fold_to and summaries is not None:
+                        written, spent = await _summarize(
+                            agent, budget, summaries, run_input, view, history, metrics, account
+                        )
+                        if spent is not None:
+                            yield spent  # the run's usage on the stream includes the summary's
+                        if written is not None:
+                            view = budget.view(history, request.tools, thread, summary=written)
                     if view.dropped_turns:
                         _dropped(agent, budget, run_input, view, len(history), metrics)
                     messages = view.messages
@@ -379,19 +393,91 @@ def _dropped(
 ) -> None:
     """Log (counts, never content) and count the turns left out of this call's view."""
     logger.info(
-        "agent %r run %r: context window %s tokens (%s): model sees %d of %d messages, %d turns left out;"
-        " about %d prompt tokens",
+        "agent %r run %r: context window %s tokens (%s): model sees %d of %d messages (%d summarized),"
+        " %d turns left out; about %d prompt tokens",
         agent.name,
         run_input.run_id,
         budget.window,
         budget.strategy,
         total - view.dropped_messages,
         total,
+        view.summarized,
         view.dropped_turns,
         view.tokens,
     )
     if metrics is not None:
         metrics.count_dropped_turns(agent.name, budget.strategy, view.dropped_turns)
+
+
+async def _summarize(
+    agent: Agent,
+    budget: ContextBudget,
+    summaries: SummaryKeeper,
+    run_input: RunInput,
+    view: ContextView,
+    history: list[Message],
+    metrics: Metrics | None,
+    account: RunAccount | None,
+) -> tuple[ContextSummary | None, Usage | None]:
+    """Have the summary model fold ``view``'s turns into the thread's summary, and the call's usage.
+
+    One model call, metered and counted in the run's usage like any other; the summary is stored at
+    once. A failed call (None, logged) leaves this call's view as ``drop_oldest`` made it.
+    """
+    writer = agent.summary_model
+    through = history[view.fold_to - 1].id
+    if writer is None or not through:  # no writer, or nothing to name what it covers by
+        return None, None
+    previous = summaries.current
+    folded = history[view.fold_from : view.fold_to]
+    if account is not None:
+        await account.check()  # over budget: the run ends here, before the call
+    meter = metrics.model_call(writer.provider.name, agent.name) if metrics is not None else None
+    usage: Usage | None = None
+    failure: BaseException | None = None
+    try:
+        summary, usage = await write_summary(
+            writer,
+            previous,
+            folded,
+            through=through,
+            covered=summaries.covered(through),
+            max_tokens=budget.summary_tokens,
+            max_chars=budget.summary_room(previous),
+        )
+    except BaseException as exc:
+        failure = exc
+        if not isinstance(exc, Exception):
+            raise
+        # Any failure: this call goes on without a new summary.
+        logger.warning(
+            "agent %r run %r: the summary of %d messages could not be written, leaving turns out instead: %s",
+            agent.name,
+            run_input.run_id,
+            len(folded),
+            exc,
+        )
+        if metrics is not None:
+            metrics.count_summary(agent.name, budget.strategy, "failed")
+        return None, None
+    finally:
+        if meter is not None:
+            meter.ended(None, usage, failure)  # not streamed to anyone: no time to first token
+        if account is not None:
+            account.add(usage)
+    stored = await summaries.save(summary)
+    logger.info(
+        "agent %r run %r: summarized %d messages (%d covered in all) into about %d tokens%s",
+        agent.name,
+        run_input.run_id,
+        len(folded),
+        summary.messages,
+        summary.tokens,
+        "" if stored else ", not stored",
+    )
+    if metrics is not None:
+        metrics.count_summary(agent.name, budget.strategy, "written")
+    return summary, usage
 
 
 def _finished(trace: RunTrace | None, reason: FinishReason, cost_usd: float | None) -> RunFinished:

@@ -23,6 +23,7 @@ __all__ = [
     "NewMessage",
     "RunningTurn",
     "StoredMessage",
+    "StoredSummary",
     "SystemState",
     "ThreadBusy",
     "ThreadError",
@@ -82,6 +83,23 @@ class ThreadSummary:
     id: str
     title: str
     updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSummary:
+    """A thread's summary of the turns its model no longer sees (``strategy = "summarize"``, app/summaries/).
+
+    It covers the stored messages up to and including ``through`` (the id clients know it by), at
+    ``through_seq``: ``messages`` of them. ``tokens`` is what the summary takes, ``model`` who wrote it.
+    """
+
+    text: str
+    through: str
+    through_seq: int
+    messages: int
+    tokens: int
+    model: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +246,18 @@ class ThreadStore(Protocol):
 
     async def audit(self, thread: ThreadInfo) -> list[AuditEntry]:
         """The thread's system-message changes, oldest first."""
+        ...
+
+    async def context_summary(self, thread: ThreadInfo) -> StoredSummary | None:
+        """The thread's summary of the turns its model no longer sees (``strategy = "summarize"``), if any."""
+        ...
+
+    async def save_context_summary(self, thread: ThreadInfo, run_id: str, summary: StoredSummary) -> bool:
+        """Replace the thread's summary while ``run_id`` holds the thread; False if it no longer does.
+
+        A regenerate that drops the message at ``summary.through_seq`` drops the summary too; a reset or a
+        delete removes it.
+        """
         ...
 
     async def claim_approval(self, approval_id: str, thread: ThreadInfo) -> bool:

@@ -110,4 +110,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX files_by_owner ON files (owner, agent, created_at)",
     ),
+    # 5: a thread's summary of the turns its model no longer sees (app/summaries/), one per thread,
+    # replaced as it grows.
+    (
+        """CREATE TABLE thread_summaries (
+            thread_key TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            through_id TEXT NOT NULL,
+            through_seq BIGINT NOT NULL,
+            messages BIGINT NOT NULL,
+            tokens BIGINT NOT NULL,
+            model TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
 )

@@ -27,6 +27,7 @@ from chatgate.store.base import (
     NewMessage,
     RunningTurn,
     StoredMessage,
+    StoredSummary,
     SystemState,
     ThreadBusy,
     ThreadInfo,
@@ -194,6 +195,11 @@ class SqlThreadStore:
                 await _forget_dead_run(tx, thread.key)
             if drop_from_seq is not None:
                 await tx.execute("DELETE FROM messages WHERE thread_key = $1 AND seq >= $2", thread.key, drop_from_seq)
+                await tx.execute(
+                    "DELETE FROM thread_summaries WHERE thread_key = $1 AND through_seq >= $2",
+                    thread.key,
+                    drop_from_seq,
+                )
             for new in append:
                 await _insert(tx, thread.key, new.message, new.client_id, "complete", None, now)
             return thread
@@ -283,6 +289,7 @@ class SqlThreadStore:
         async with self._engine.transaction() as tx:
             thread = await _held(tx, owner, agent, thread_id, revision)
             await tx.execute("DELETE FROM messages WHERE thread_key = $1", thread.key)
+            await tx.execute("DELETE FROM thread_summaries WHERE thread_key = $1", thread.key)
             return await _change_system(tx, thread, system or thread.system, "reset", by, now)
 
     async def delete(self, owner: str, agent: str, thread_id: str) -> bool:
@@ -291,9 +298,51 @@ class SqlThreadStore:
             thread = await _thread(tx, owner, agent, thread_id)
             if thread is None:
                 return False
-            for table in ("messages", "system_audit", "approvals"):
+            for table in ("messages", "system_audit", "approvals", "thread_summaries"):
                 await tx.execute(f"DELETE FROM {table} WHERE thread_key = $1", thread.key)
             await tx.execute("DELETE FROM threads WHERE key = $1", thread.key)
+            return True
+
+    async def context_summary(self, thread: ThreadInfo) -> StoredSummary | None:
+        """The thread's summary of the turns its model no longer sees, if one was written."""
+        async with self._engine.read() as tx:
+            rows = await tx.fetch(
+                "SELECT text, through_id, through_seq, messages, tokens, model, created_at FROM thread_summaries"
+                " WHERE thread_key = $1",
+                thread.key,
+            )
+        if not rows:
+            return None
+        row = rows[0]
+        return StoredSummary(
+            row["text"],
+            row["through_id"],
+            int(row["through_seq"]),
+            int(row["messages"]),
+            int(row["tokens"]),
+            row["model"],
+            float(row["created_at"]),
+        )
+
+    async def save_context_summary(self, thread: ThreadInfo, run_id: str, summary: StoredSummary) -> bool:
+        """Replace the thread's summary, if ``run_id`` still holds the thread; False (nothing written) if not."""
+        async with self._engine.transaction() as tx:
+            if not await _still_running(tx, thread, run_id):
+                return False
+            await tx.execute("DELETE FROM thread_summaries WHERE thread_key = $1", thread.key)
+            await tx.execute(
+                "INSERT INTO thread_summaries"
+                " (thread_key, text, through_id, through_seq, messages, tokens, model, created_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                thread.key,
+                summary.text,
+                summary.through,
+                summary.through_seq,
+                summary.messages,
+                summary.tokens,
+                summary.model,
+                summary.created_at,
+            )
             return True
 
     async def audit(self, thread: ThreadInfo) -> list[AuditEntry]:

@@ -149,6 +149,13 @@ class Metrics:
             ["agent", "strategy"],
             registry=registry,
         )
+        self.context_summaries = Counter(
+            "chatgate_context_summaries",
+            "Summaries of turns that no longer fit the agent's context window, by agent, strategy and outcome"
+            " (written, or failed: turns left out instead)",
+            ["agent", "strategy", "outcome"],
+            registry=registry,
+        )
         self.prompt_leaks = Counter(
             "chatgate_prompt_leaks",
             "Answers that repeated the system prompt, by agent and leak_guard mode (redact or stop)",
@@ -184,6 +191,10 @@ class Metrics:
         """Count ``count`` turns the context budget left out of a model call for ``agent``."""
         if count:
             self.context_turns_dropped.labels(agent, strategy).inc(count)
+
+    def count_summary(self, agent: str, strategy: str, outcome: str) -> None:
+        """Count one summary call for ``agent``: ``outcome`` is ``"written"`` or ``"failed"``."""
+        self.context_summaries.labels(agent, strategy, outcome).inc()
 
     def count_prompt_leak(self, agent: str, mode: str) -> None:
         """Count one leak of the system prompt the leak guard caught in a run of ``agent`` under ``mode``."""

@@ -4,7 +4,8 @@ Between decode and run: load the caller's thread, reconcile what the client sent
 take the thread for this run and commit the user's turn in one transaction (409 ``thread_busy`` when
 another run holds it), then start the run detached from the request (app/threads/run.py), writing its
 stream to the run log the request then follows. The model gets the stored history under the thread's
-system message, rendered per request and never stored.
+system message, rendered per request and never stored, and (``strategy = "summarize"``) the thread's
+stored summary of the turns that no longer fit.
 
 A request that adds nothing (a replay: a retry, a reconnect, a duplicate sent at the same moment) never
 starts a run. On a thread whose run is still going it follows that run from its start (docs/resume.md);
@@ -36,6 +37,7 @@ from chatgate.run import Agent, PromptTemplate, prompt_template, run_agent
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.runlog import RunLog, RunWriter
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
+from chatgate.summaries import SummaryKeeper
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.plan import nothing_to_answer, plan_turn
@@ -121,6 +123,7 @@ async def open_thread_turn(
                 if await recovery.recover(known):  # its producer died: its turn is saved, the thread is free
                     known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
             stored: list[StoredMessage] = await store.messages(known) if known is not None else []
+            summary = await store.context_summary(known) if known is not None and agent.summary_model else None
             running = known is not None and known.active_run is not None
             plan = plan_turn(
                 stored,
@@ -195,7 +198,15 @@ async def open_thread_turn(
         store,
         thread,
         run_key,
-        run_agent(model_agent, model_input, stopping=services.stopping, metrics=metrics, account=account, trace=trace),
+        run_agent(
+            model_agent,
+            model_input,
+            stopping=services.stopping,
+            metrics=metrics,
+            account=account,
+            trace=trace,
+            summaries=SummaryKeeper(store, thread, run_key, stored, summary) if agent.summary_model else None,
+        ),
         recorder,
         writer,
         encode=partial(protocol.encode, encode_input, agent.config),

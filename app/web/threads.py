@@ -222,6 +222,7 @@ def _system_state(agent: Agent, caller: Caller, body: SystemMessageBody) -> Syst
 
 async def _describe(store: ThreadStore, thread: ThreadInfo) -> dict[str, Any]:
     audit = await store.audit(thread)
+    summary = await store.context_summary(thread)
     return {
         "id": thread.id,
         "agent": thread.agent,
@@ -234,6 +235,16 @@ async def _describe(store: ThreadStore, thread: ThreadInfo) -> dict[str, Any]:
             {"action": entry.action, "system": entry.system.as_json(), "by": entry.by, "at": _iso(entry.at)}
             for entry in audit
         ],
+        # What the summary covers, never its text (model output, like an answer, but one no guard watched).
+        "summary": None
+        if summary is None
+        else {
+            "through": summary.through,
+            "messages": summary.messages,
+            "tokens": summary.tokens,
+            "model": summary.model,
+            "created_at": _iso(summary.created_at),
+        },
     }
 
 

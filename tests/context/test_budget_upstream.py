@@ -16,6 +16,7 @@ from chatgate.providers.client import upstream_client
 from chatgate.run.agents import Agent, context_budget
 from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
+from chatgate.summaries import summary_model
 from tests.context.small_model import SmallModel
 from tests.providers.support import collect, provider_table
 
@@ -31,7 +32,9 @@ async def agent_on(fake: SmallModel, **context: Any) -> AsyncIterator[Agent]:
     settings = AgentConfig(model="up:m", system_prompt=PROMPT, model_settings={"max_tokens": 64}, context=context)
     async with upstream_client() as client:
         provider = build_provider(settings, config, client)
-        yield Agent("bot", settings, provider, context=context_budget("bot", settings, config, client))
+        context_window = context_budget("bot", settings, config, client)
+        writer = summary_model(settings, provider, config, client)  # as the registry builds it
+        yield Agent("bot", settings, provider, context=context_window, summary_model=writer)
 
 
 def user(n: int) -> UserMessage:
@@ -119,3 +122,12 @@ async def test_runs_starting_together_wait_for_one_answer_from_props() -> None:
     assert [request.path for request in fake.requests].count("/props") == 1
     # None of the three went without the window: with none, a refusal is not retried and the run fails.
     assert len(fake.chats) == 3 + fake.refused
+
+
+async def test_summarize_on_a_stateless_agent_leaves_turns_out_as_drop_oldest() -> None:
+    # No store to keep a summary in: summarizing anew on every request would double each turn's calls.
+    async with SmallModel(n_ctx=1024) as fake, agent_on(fake, window=1024, strategy="summarize") as agent:
+        await talk(agent, 14)
+    assert agent.summary_model is not None and len(fake.chats) == 14 + fake.refused  # no summary call
+    assert all(request.body["messages"][0]["content"] == PROMPT for request in fake.chats)
+    assert not any(text.startswith("Turn 1.") for text in texts(fake.chats[-1].body))

@@ -3,7 +3,8 @@
 The ``gemma`` server has one slot of 256 tokens and renders with Gemma 3's chat template, which refuses
 two messages of the same role in a row. ``window = "auto"`` reads the slot's size from its ``/props``.
 Turns are a few tokens each and answers two, so a thread outgrows the slot well before thirty turns
-(``fail`` refuses the first turn that does not fit).
+(``fail`` refuses the first turn that does not fit; ``summarize`` has Gemma fold the oldest turns into
+the thread's summary).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from chatgate.context import SUMMARY_INSTRUCTION, SUMMARY_REQUEST
 from chatgate.context.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 from tests.realmodel.conftest import GEMMA_CONTEXT, llama_config
 from tests.realmodel.llama import LlamaServer
@@ -63,22 +65,35 @@ def _answered(events: list[dict[str, Any]]) -> bool:
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])
-def test_thirty_turns_on_one_thread_are_all_answered_under_drop_oldest(
-    serve: Any, gemma: LlamaServer, store: str, tmp_path: Path, request: pytest.FixtureRequest
+@pytest.mark.parametrize("strategy", ["drop_oldest", "summarize"])
+def test_thirty_turns_on_one_thread_are_all_answered(
+    serve: Any, gemma: LlamaServer, strategy: str, store: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     store_url = _store(store, tmp_path, request)
-    url = serve(_config(gemma, store_url, window="auto"))
-    thread = f"long-{store}"
+    url = serve(_config(gemma, store_url, window="auto", strategy=strategy))
+    thread = f"long-{strategy}-{store}"
     before = len(gemma.prompts())
     unanswered = [turn for turn in range(1, TURNS + 1) if not _answered(_turn(url, "ag-ui", thread, turn))]
     assert unanswered == []
     (agent,) = httpx.get(f"{url}/agents", timeout=10).json()["agents"]
-    assert agent["context"] == {"window": GEMMA_CONTEXT, "strategy": "drop_oldest"}  # read from /props
+    assert agent["context"] == {"window": GEMMA_CONTEXT, "strategy": strategy}  # read from /props
     prompts = gemma.prompts()[before:]
-    assert len(prompts) == TURNS  # one model call per turn: no length refusal needed a retry
-    assert "Turn 1: hi" not in prompts[-1] and f"Turn {TURNS}: hi" in prompts[-1]  # the model saw a window
+    # A summary call's first turn holds the instruction (Gemma's template puts the system text there).
+    summaries = [prompt for prompt in prompts if SUMMARY_INSTRUCTION in prompt.split("<end_of_turn>")[0]]
+    answers = [prompt for prompt in prompts if prompt not in summaries]
+    assert len(answers) == TURNS  # one model call per turn: no length refusal needed a retry
+    assert f"Turn {TURNS}: hi" in answers[-1]
     rows = asyncio.run(Stack(store, store_url, []).rows(thread))
     assert rows == ["user", "assistant"] * TURNS  # the store kept every turn
+    summary = httpx.get(f"{url}/agents/bot/threads/{thread}", timeout=10).json()["summary"]
+    if strategy == "drop_oldest":
+        assert summaries == [] and summary is None
+        assert "Turn 1: hi" not in answers[-1]  # the model saw a window
+        return
+    # Gemma wrote the summaries (each from a transcript of the turns it folds in), stored and sent on.
+    assert summaries and summary is not None and summary["model"] == "llama:gemma-3-270m"
+    assert all("User: Turn " in prompt and "Assistant: " in prompt for prompt in summaries)
+    assert SUMMARY_REQUEST in answers[-1] and summary["messages"] % 2 == 0  # whole turns, each asked and answered
 
 
 @pytest.mark.parametrize("protocol", ["ag-ui", "chat"])

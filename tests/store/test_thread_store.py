@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from chatgate.history import AssistantMessage, TextPart, UserMessage
-from chatgate.store import NewMessage, SystemState, ThreadBusy, open_store
+from chatgate.store import NewMessage, StoredSummary, SystemState, ThreadBusy, open_store
 from chatgate.store.schema import MIGRATIONS
 from chatgate.store.sql import SqlThreadStore
 
@@ -311,3 +312,30 @@ async def test_an_sqlite_too_old_for_the_store_is_refused_at_open(
     with pytest.raises(RuntimeError, match=r"SQLite 3\.35\.0 or later.* has 3\.31\.1"):
         await open_store(f"sqlite:///{tmp_path}/old.db", tmp_path)
     assert not (tmp_path / "old.db").exists()
+
+
+async def test_a_summary_is_kept_by_the_run_holding_the_thread_and_goes_with_what_it_covers(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("one")])
+        await store.finish_run(thread, "run1", [AssistantMessage((TextPart("1"),), id="a1")], "complete")
+        taken = await store.begin_run("k", "a", "t1", "run2", revision=2, append=[_user("two", "u2")], dead_run=False)
+        summary = StoredSummary("They said one.", "a1", 1, 2, 5, "up:m", 1.5)
+        assert not await store.save_context_summary(taken, "run1", summary)  # run1 no longer holds it
+        assert await store.context_summary(taken) is None
+        assert await store.save_context_summary(taken, "run2", summary)
+        assert await store.save_context_summary(taken, "run2", replace(summary, text="Again."))  # replaced
+        assert await store.context_summary(taken) == replace(summary, text="Again.")
+        await store.finish_run(taken, "run2", [AssistantMessage((TextPart("2"),), id="a2")], "complete")
+        # A regenerate from after what it covers keeps it; from within, drops it.
+        kept = await store.begin_run("k", "a", "t1", "run3", revision=4, drop_from_seq=3, dead_run=False)
+        assert await store.context_summary(kept) is not None
+        await store.finish_run(kept, "run3", [], "complete")
+        dropped = await store.begin_run("k", "a", "t1", "run4", revision=6, drop_from_seq=1, dead_run=False)
+        assert await store.context_summary(dropped) is None
+        assert await store.save_context_summary(dropped, "run4", summary)
+        await store.finish_run(dropped, "run4", [], "complete")
+        reset = await store.reset("k", "a", "t1", None, by=None, revision=None)
+        assert await store.context_summary(reset) is None
+    finally:
+        await store.close()
