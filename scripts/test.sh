@@ -24,4 +24,4 @@ bash scripts/build-page.sh --check  # installs the chat page's build and axe-cor
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh
 bash scripts/release-check.sh  # sdist + wheel, twine check, the wheel in a clean venv checks configs and streams
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=20 "$@"
