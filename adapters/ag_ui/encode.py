@@ -5,8 +5,10 @@ it has any, so a resumed run's ``TOOL_CALL_RESULT`` answers a call this run name
 run event, then exactly one of ``RUN_FINISHED`` or ``RUN_ERROR``. Reasoning spans open
 ``REASONING_START`` and ``REASONING_MESSAGE_START`` under the same id; ``provider_data`` leaves as
 ``REASONING_ENCRYPTED_VALUE`` (its JSON text). A server-held thread's ``RunInput.snapshot`` goes out as
-``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. Token usage is summed into ``RUN_FINISHED.usage``; tool
-approval requests become ``RUN_FINISHED`` interrupts. Frames are LF-only and carry no ``null``.
+``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. The run's usage (summed by the runner, one
+``TokenUsage`` per model) goes on ``RUN_FINISHED.usage`` or ``RUN_ERROR.usage``; tool approval requests
+become ``RUN_FINISHED`` interrupts, frontend tool calls the run waits on its ``pendingToolCallIds``.
+Frames are LF-only and carry no ``null``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.adapters.base import sse_frame
 from chatgate.config import AgentConfig
 from chatgate.events import (
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -38,7 +41,6 @@ from chatgate.events import (
     ToolCallStart,
     ToolDenied,
     ToolResult,
-    Usage,
 )
 from chatgate.history import (
     AssistantMessage,
@@ -48,7 +50,7 @@ from chatgate.ids import new_id
 from chatgate.run_input import RunInput
 from chatgate.strict_json import dump_json
 
-__all__ = ["encode_run"]
+__all__ = ["encode_run", "token_usage"]
 
 logger = logging.getLogger("chatgate.adapters.ag_ui")
 
@@ -89,10 +91,6 @@ class _RunEncoder:
         self._tool_calls: dict[str, bytes] = {}
         self._steps: list[str] = []
         self._parent_message_id: str | None = None
-        self._input_tokens = 0
-        self._output_tokens = 0
-        self._reasoning_tokens: int | None = None  # None: no call reported them
-        self._cached_input_tokens: int | None = None
         self._interrupts: list[dict[str, Any]] = []
         self._handlers: dict[type[Any], Callable[[Any], bytes]] = {
             StepStarted: self._step_started,
@@ -106,7 +104,6 @@ class _RunEncoder:
             ToolResult: self._tool_result,
             ToolDenied: self._tool_denied,
             ToolApprovalRequested: self._approval_requested,
-            Usage: self._usage,
         }
 
     async def stream(self, events: AsyncIterator[RunEvent]) -> AsyncGenerator[bytes, None]:
@@ -125,10 +122,10 @@ class _RunEncoder:
                 elif type(event) is ToolCallDelta:
                     yield tool_calls[event.tool_call_id] + to_json(event.delta) + _FRAME_END
                 elif type(event) is RunFinished:
-                    yield self._end(self._finished(event.stopped, event.cost_usd))
+                    yield self._end(self._finished(event))
                     return
                 elif type(event) is RunFailed:
-                    yield self._end(self._error(event.message, event.code))
+                    yield self._end(self._error(event.message, event.code, event.usage))
                     return
                 else:
                     handler = handlers.get(type(event))
@@ -163,40 +160,26 @@ class _RunEncoder:
         frames.append(terminal)
         return b"".join(frames)
 
-    def _finished(self, stopped: bool = False, cost_usd: float | None = None) -> bytes:
+    def _finished(self, finished: RunFinished) -> bytes:
         event: dict[str, Any] = {"type": "RUN_FINISHED", **self._run}
-        if stopped:
+        if finished.stopped:
             event["outcome"] = {"type": "cancelled"}
         elif self._interrupts:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
-        usage = self._usage_list()
-        if usage and cost_usd is not None:
-            usage[0]["costUsd"] = cost_usd
+        elif finished.pending_tool_call_ids:
+            event["outcome"] = {"type": "success", "pendingToolCallIds": list(finished.pending_tool_call_ids)}
+        usage = [token_usage(entry) for entry in finished.usage]
+        if usage and finished.cost_usd is not None:
+            usage[0]["costUsd"] = finished.cost_usd
         if usage:
             event["usage"] = usage
         return sse_frame(event)
 
-    def _error(self, message: str, code: str) -> bytes:
+    def _error(self, message: str, code: str, usage: tuple[ModelUsage, ...] = ()) -> bytes:
         event: dict[str, Any] = {"type": "RUN_ERROR", "message": message, "code": code}
-        usage = self._usage_list()
         if usage:
-            event["usage"] = usage
+            event["usage"] = [token_usage(entry) for entry in usage]
         return sse_frame(event)
-
-    def _usage_list(self) -> list[dict[str, Any]]:
-        if not (self._input_tokens or self._output_tokens):
-            return []
-        return [
-            {
-                "provider": self._agent.provider_name,
-                "model": self._agent.model_name,
-                "inputTokens": self._input_tokens,
-                "outputTokens": self._output_tokens,
-                "totalTokens": self._input_tokens + self._output_tokens,
-                **({"reasoningTokens": self._reasoning_tokens} if self._reasoning_tokens is not None else {}),
-                **({"cachedInputTokens": self._cached_input_tokens} if self._cached_input_tokens is not None else {}),
-            }
-        ]
 
     def _step_started(self, event: StepStarted) -> bytes:
         self._steps.append(event.name)
@@ -268,14 +251,23 @@ class _RunEncoder:
         )
         return b""
 
-    def _usage(self, event: Usage) -> bytes:
-        self._input_tokens += event.input_tokens
-        self._output_tokens += event.output_tokens
-        if event.reasoning_tokens is not None:
-            self._reasoning_tokens = (self._reasoning_tokens or 0) + event.reasoning_tokens
-        if event.cached_input_tokens is not None:
-            self._cached_input_tokens = (self._cached_input_tokens or 0) + event.cached_input_tokens
-        return b""
+
+def token_usage(usage: ModelUsage) -> dict[str, Any]:
+    """One model's usage as an AG-UI ``TokenUsage``; a count nobody reported is left out, never 0."""
+    entry: dict[str, Any] = {
+        "provider": usage.provider,
+        "model": usage.model,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "totalTokens": usage.total_tokens,
+    }
+    if usage.reasoning_tokens is not None:
+        entry["reasoningTokens"] = usage.reasoning_tokens
+    if usage.cached_input_tokens is not None:
+        entry["cachedInputTokens"] = usage.cached_input_tokens
+    if usage.cache_write_input_tokens is not None:
+        entry["cacheWriteInputTokens"] = usage.cache_write_input_tokens
+    return entry
 
 
 def _unanswered_calls(run_input: RunInput) -> dict[str, Any] | None:

@@ -201,6 +201,7 @@ async def open_thread_turn(
         encode=partial(protocol.encode, encode_input, agent.config),
         interrupted=partial(protocol.interrupted, agent.config),
         finish_on_disconnect=finish_on_disconnect,
+        model=(agent.config.provider_name, agent.config.model_name),
     )
     services.runs.add(run)
     run.task.add_done_callback(lambda _: services.runs.discard(run))

@@ -8,6 +8,7 @@ import pytest
 from chatgate.adapters.ag_ui import protocol
 from chatgate.config import AgentConfig
 from chatgate.events import (
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -187,29 +188,44 @@ async def test_an_approval_request_finishes_the_run_with_an_interrupt() -> None:
     }
 
 
-async def test_usage_is_summed_into_run_finished() -> None:
-    frames = await encode(Usage(3, 5), Usage(10, 1), RunFinished("stop"))
+async def test_run_finished_carries_the_runs_usage_not_the_usage_events() -> None:
+    # The runner sums usage (UsageTally); the encoder only renders the ending's.
+    summed = (ModelUsage("builtin", "echo", 13, 6),)
+    frames = await encode(Usage(3, 5), Usage(10, 1), RunFinished("stop", usage=summed))
     assert types(frames) == ["RUN_STARTED", "RUN_FINISHED"]
     assert frames[-1]["usage"] == [
         {"provider": "builtin", "model": "echo", "inputTokens": 13, "outputTokens": 6, "totalTokens": 19}
     ]
+    assert "usage" not in (await encode(Usage(3, 5), RunFinished("stop")))[-1]
 
 
 async def test_run_finished_carries_the_reported_details_and_the_runs_cost() -> None:
-    usage = (Usage(10, 4, reasoning_tokens=1, cached_input_tokens=6), Usage(5, 2, cached_input_tokens=1))
-    frames = await encode(*usage, RunFinished("stop", cost_usd=0.5))
+    usage = (ModelUsage("up", "m", 15, 6, reasoning_tokens=1, cached_input_tokens=7, cache_write_input_tokens=2),)
+    frames = await encode(RunFinished("stop", cost_usd=0.5, usage=usage))
     assert frames[-1]["usage"] == [
         {
-            "provider": "builtin",
-            "model": "echo",
+            "provider": "up",
+            "model": "m",
             "inputTokens": 15,
             "outputTokens": 6,
             "totalTokens": 21,
             "reasoningTokens": 1,
             "cachedInputTokens": 7,
+            "cacheWriteInputTokens": 2,
             "costUsd": 0.5,
         }
     ]
+
+
+async def test_every_ending_carries_its_usage_and_a_wait_on_frontend_tools_names_them() -> None:
+    usage = (ModelUsage("up", "m", 4, 1),)
+    entry = {"provider": "up", "model": "m", "inputTokens": 4, "outputTokens": 1, "totalTokens": 5}
+    failed = (await encode(RunFailed("The model failed.", "model_error", usage=usage)))[-1]
+    assert failed == {"type": "RUN_ERROR", "message": "The model failed.", "code": "model_error", "usage": [entry]}
+    cancelled = (await encode(RunFinished("other", stopped=True, usage=usage)))[-1]
+    assert cancelled["outcome"] == {"type": "cancelled"} and cancelled["usage"] == [entry]
+    waiting = (await encode(RunFinished("tool_calls", pending_tool_call_ids=("c1", "c2"))))[-1]
+    assert waiting["outcome"] == {"type": "success", "pendingToolCallIds": ["c1", "c2"]}
 
 
 async def test_a_failure_closes_everything_open_then_ends_with_run_error() -> None:
