@@ -17,7 +17,7 @@ ROOT = Path(__file__).parent.parent
 LAYERS: list[set[str]] = [
     {"errors", "history", "events", "caller", "operator_code", "redis_client", "adapters"},
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry"},
-    {"store", "files", "protocol", "context", "identity", "adapters.base"},
+    {"store", "files", "protocol", "capabilities", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage"},
     {"leak_guard", "tracing", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]
 """Bottom to top. Foundations; ids, config, run logs, meters and logs; the store, files, the protocol
-interface, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
+interface, agents' capabilities, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
 tracing and the adapters; one run; access, stored threads, the Python API and MCP tools; the HTTP edge;
 the command and the public API."""
 

@@ -48,6 +48,7 @@ from chatgate.threads import (
 )
 from chatgate.tracing import start_telemetry
 from chatgate.usage import PersonBudget, Pricing, UsageAccounts, run_account
+from chatgate.web.capabilities import capabilities_path, capabilities_routes
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.chat_request import trace_chat, traced_refusals
 from chatgate.web.openapi import openapi_endpoint
@@ -215,7 +216,7 @@ def create_app(
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes()
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + capabilities_routes(protocols)
 
     app = ChatgateApp(
         routes=routes,
@@ -260,6 +261,11 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "description": agent.config.description,
                 "context": _context_info(agent),
                 "protocols": {protocol.name: f"/agents/{agent.name}/{protocol.route}" for protocol in protocols},
+                "capabilities": {
+                    protocol.name: path
+                    for protocol in protocols
+                    if (path := capabilities_path(protocol, agent.name)) is not None
+                },
             }
             for agent in registry
             if caller.may_use(agent.name)
