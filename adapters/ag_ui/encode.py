@@ -75,7 +75,8 @@ class _RunEncoder:
     def __init__(self, run_input: RunInput, agent: AgentConfig) -> None:
         self._run = {"threadId": run_input.thread_id, "runId": run_input.run_id}
         self._snapshot = run_input.snapshot
-        self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run}
+        lineage = {"parentRunId": run_input.parent_run_id} if run_input.parent_run_id else {}
+        self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run, **lineage}
         carrier = _unanswered_calls(run_input)
         if carrier is not None:
             # tools and context are required fields for pre-1.0 readers (CopilotKit's @ag-ui/client 0.0.x).
@@ -83,7 +84,7 @@ class _RunEncoder:
                 {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
                 for tool in run_input.tools
             ]
-            self._started["input"] = {**self._run, "messages": [carrier], "tools": tools, "context": []}
+            self._started["input"] = {**self._run, **lineage, "messages": [carrier], "tools": tools, "context": []}
         self._agent = agent
         # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
         self._texts: dict[str, bytes] = {}

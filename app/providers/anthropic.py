@@ -286,8 +286,9 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> tuple[str |
             add("user", [_user_block(part, provider) for part in message.parts if not _empty(part)])
         elif isinstance(message, AssistantMessage):
             add("assistant", [block for part in message.parts if (block := _assistant_block(part)) is not None])
-        else:
+        elif isinstance(message, ToolMessage):
             add("user", [_tool_result(message)])
+        # ActivityMessage: the frontend's, never the model's (the runner leaves it out already)
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": HISTORY_START}]})
     if turns and turns[-1]["role"] == "assistant":

@@ -227,8 +227,9 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[s
             assistant = _assistant(message)
             if assistant is not None:
                 encoded.append(assistant)
-        else:
+        elif isinstance(message, ToolMessage):
             encoded.append(_tool_result(message))
+        # ActivityMessage: the frontend's, never the model's (the runner leaves it out already)
     return encoded
 
 

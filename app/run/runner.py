@@ -49,7 +49,15 @@ from chatgate.events import (
     Usage,
     UsageTally,
 )
-from chatgate.history import AssistantMessage, Message, SystemMessage, ToolCallPart, ToolMessage, complete_arguments
+from chatgate.history import (
+    ActivityMessage,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCallPart,
+    ToolMessage,
+    complete_arguments,
+)
 from chatgate.ids import new_id
 from chatgate.leak_guard import PROMPT_LEAK_MESSAGE, PromptLeak, start_guard
 from chatgate.providers import ModelRequest
@@ -102,7 +110,8 @@ def _model_request(agent: Agent, run_input: RunInput, system_prompt: str | None)
     if system_prompt is None and agent.prompt is not None and agent.prompt.is_static:
         system_prompt = agent.prompt.template
     result = apply_system_prompt_policy(
-        run_input.messages,
+        # A frontend's activity messages are its own UI state: kept in the thread, never the model's.
+        tuple(message for message in run_input.messages if not isinstance(message, ActivityMessage)),
         policy=config.manage_system_prompt,
         system_prompt=system_prompt,
         fallback=config.system_prompt_fallback,

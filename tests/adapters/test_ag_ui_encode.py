@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from chatgate.adapters.ag_ui import protocol
+from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.config import AgentConfig
 from chatgate.events import (
     ModelUsage,
@@ -28,7 +29,7 @@ from chatgate.events import (
     ToolResult,
     Usage,
 )
-from chatgate.history import AssistantMessage, ReasoningPart
+from chatgate.history import ActivityMessage, AssistantMessage, ReasoningPart, TextPart, UserMessage
 from chatgate.run_input import RunInput
 from tests.conftest import make_config
 
@@ -310,3 +311,21 @@ def test_headers_forbid_caching_and_proxy_buffering() -> None:
 
 def test_the_protocol_names_its_routes() -> None:
     assert (protocol.name, protocol.route, protocol.default_path) == ("ag-ui", "ag-ui", "/ag-ui")
+
+
+async def test_run_started_names_the_parent_run_the_client_named() -> None:
+    run = RunInput(messages=(), thread_id="t1", run_id="r2", parent_run_id="r1")
+    (started, _finished) = parse(await encode_raw_with(run, [RunFinished("stop")]))
+    assert started == {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2", "parentRunId": "r1"}
+
+
+async def encode_raw_with(run: RunInput, events: list[RunEvent]) -> bytes:
+    return b"".join([chunk async for chunk in protocol.encode(run, AGENT, events_of(events))])
+
+
+def test_a_snapshot_keeps_activity_messages_as_sent() -> None:
+    history = (ActivityMessage("plan", {"steps": ["a"]}, id="act-1"), UserMessage((TextPart("hi"),), id="u1"))
+    assert snapshot_messages(history) == [
+        {"id": "act-1", "role": "activity", "activityType": "plan", "content": {"steps": ["a"]}},
+        {"id": "u1", "role": "user", "content": "hi"},
+    ]
