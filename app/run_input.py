@@ -39,7 +39,8 @@ class RunInput:
 
     ``thread_id`` is the conversation (AG-UI ``threadId``, useChat chat ``id``); ``run_id`` names
     this run, ``parent_run_id`` the run it continues or branches from, when the client named one
-    (AG-UI ``parentRunId``; run ids are the client's, so chatgate never invents one). ``variables``
+    (AG-UI ``parentRunId``; run ids are the client's, so chatgate never invents one);
+    ``protocol_version`` the protocol version the client declared (AG-UI ``protocolVersion``). ``variables``
     are request-scoped values a client sent (AG-UI context and forwarded props, extra useChat body
     fields); only operator-allowed ones are ever used. ``approvals`` are
     answers to tool approval requests; ``continue_message_id`` is the assistant message a useChat
@@ -54,6 +55,7 @@ class RunInput:
     thread_id: str = ""
     run_id: str = ""
     parent_run_id: str | None = None
+    protocol_version: str | None = None
     tools: tuple[ToolDefinition, ...] = ()
     variables: Mapping[str, Any] = field(default_factory=dict)
     approvals: tuple[ApprovalResponse, ...] = ()

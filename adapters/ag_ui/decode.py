@@ -68,6 +68,7 @@ def decode_request(body: bytes) -> RunInput:
         thread_id=request.thread_id,
         run_id=request.run_id,
         parent_run_id=request.parent_run_id or None,
+        protocol_version=request.protocol_version or None,
         tools=tuple(_tool(tool) for tool in request.tools),
         variables=_variables(request),
         approvals=tuple(_approval(entry) for entry in request.resume),

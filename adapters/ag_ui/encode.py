@@ -86,6 +86,9 @@ class _RunEncoder:
             ]
             self._started["input"] = {**self._run, **lineage, "messages": [carrier], "tools": tools, "context": []}
         self._agent = agent
+        # pendingToolCallIds is 1.0's: pre-1.0 readers (CopilotKit's pinned 0.0.x) hold a strict {type:
+        # "success"} and reject it. 1.0 clients declare their protocolVersion; older ones send none.
+        self._names_pending = _declares_1_0(run_input.protocol_version)
         # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
         self._texts: dict[str, bytes] = {}
         self._reasoning: dict[str, bytes] = {}
@@ -167,7 +170,7 @@ class _RunEncoder:
             event["outcome"] = {"type": "cancelled"}
         elif self._interrupts:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
-        elif finished.pending_tool_call_ids:
+        elif finished.pending_tool_call_ids and self._names_pending:
             event["outcome"] = {"type": "success", "pendingToolCallIds": list(finished.pending_tool_call_ids)}
         usage = [token_usage(entry) for entry in finished.usage]
         if usage and finished.cost_usd is not None:
@@ -251,6 +254,12 @@ class _RunEncoder:
             }
         )
         return b""
+
+
+def _declares_1_0(version: str | None) -> bool:
+    """Whether a client's ``protocolVersion`` is 1.0 or later (``"1.0"``, ``"1.0.0"``, ``"2"``)."""
+    major = (version or "").split(".", 1)[0]
+    return major.isdigit() and int(major) >= 1
 
 
 def token_usage(usage: ModelUsage) -> dict[str, Any]:

@@ -237,6 +237,7 @@ class RunAgentInput(_Wire):
     thread_id: ClientThreadId
     run_id: str
     parent_run_id: ClientId | None = None
+    protocol_version: str | None = None
     messages: list[WireMessage]
     tools: list[Tool] = Field(default_factory=list)
     context: list[Context] = Field(default_factory=list)

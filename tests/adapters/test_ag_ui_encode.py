@@ -225,8 +225,13 @@ async def test_every_ending_carries_its_usage_and_a_wait_on_frontend_tools_names
     assert failed == {"type": "RUN_ERROR", "message": "The model failed.", "code": "model_error", "usage": [entry]}
     cancelled = (await encode(RunFinished("other", stopped=True, usage=usage)))[-1]
     assert cancelled["outcome"] == {"type": "cancelled"} and cancelled["usage"] == [entry]
-    waiting = (await encode(RunFinished("tool_calls", pending_tool_call_ids=("c1", "c2"))))[-1]
+    ending = [RunFinished("tool_calls", pending_tool_call_ids=("c1", "c2"))]
+    declared = RunInput(messages=(), thread_id="t1", run_id="r1", protocol_version="1.0")
+    waiting = parse(await encode_raw_with(declared, ending))[-1]
     assert waiting["outcome"] == {"type": "success", "pendingToolCallIds": ["c1", "c2"]}
+    # A client that declares no protocolVersion may be pre-1.0 (CopilotKit pins @ag-ui/core 0.0.59, whose
+    # strict {type: "success"} rejects pendingToolCallIds): it gets the plain ending it always had.
+    assert "outcome" not in (await encode(*ending))[-1]
 
 
 async def test_a_failure_closes_everything_open_then_ends_with_run_error() -> None:

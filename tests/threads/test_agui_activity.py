@@ -24,6 +24,11 @@ def _run(url: str, messages: list[dict[str, Any]], **extra: Any) -> Any:
     return run_node_client("ag_ui_run.mjs", {"url": f"{url}/agents/bot/ag-ui", "input": request})
 
 
+def _post(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    response = httpx.post(f"{url}/agents/bot/ag-ui", json=body, timeout=30)
+    return [json.loads(line[len("data: ") :]) for line in response.text.splitlines() if line]
+
+
 def test_an_activity_is_kept_in_the_thread_and_its_snapshot_but_never_reaches_the_model(
     serve: Serve, store_url: str
 ) -> None:
@@ -34,19 +39,18 @@ def test_an_activity_is_kept_in_the_thread_and_its_snapshot_but_never_reaches_th
             store={"url": store_url},
         )
         url = serve(config)
-        # HttpAgent sends no parentRunId (its runAgent takes none), so this request is made here.
-        body = {"threadId": "t1", "runId": "run-1", "parentRunId": "run-0", "messages": [PLAN, HELLO]}
-        response = httpx.post(f"{url}/agents/bot/ag-ui", json=body, timeout=30)
-        first = [json.loads(line[len("data: ") :]) for line in response.text.splitlines() if line]
-        alone = _run(url, [{**PLAN, "id": "act-2"}])  # an activity alone adds no turn: a hydrate
-        hydrated = _run(url, [])  # a fresh page
+        # HttpAgent 1.0 sends neither activity messages nor a parentRunId, so these bodies are posted here.
+        first = _post(url, {"threadId": "t1", "runId": "run-1", "parentRunId": "run-0", "messages": [PLAN, HELLO]})
+        alone = _post(url, {"threadId": "t1", "runId": "run-2", "messages": [{**PLAN, "id": "act-2"}]})
+        hydrated = _run(url, [])  # a fresh page, through the real client
     assert len(fake.requests) == 1  # one model call: the activity alone started no run
     sent = fake.requests[0].body["messages"]
     assert [message["role"] for message in sent] == ["user"] and "answer" not in json.dumps(sent)
-    check_ag_ui_events(first)
+    check_ag_ui_events([*first, *alone])
     started = first[0]
     assert started["type"] == "RUN_STARTED" and started["parentRunId"] == "run-0"
-    assert [e["type"] for e in alone["events"]] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    # an activity alone adds no turn: a hydrate, and it is not stored
+    assert [e["type"] for e in alone] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert "parentRunId" not in hydrated["events"][0]
     snapshot = next(e for e in hydrated["events"] if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
     assert [m["role"] for m in snapshot] == ["activity", "user", "assistant"]
