@@ -180,6 +180,7 @@ async def run_agent(
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
     is_stopping = (stopping or asyncio.Event()).is_set
     tally = UsageTally()  # what the run's ending reports, in both protocols
+    streamed = False  # some model call sent something: a break-off then leaves a partial answer
     provider_name, model_name = agent.config.provider_name, agent.config.model_name
     try:
         system_prompt = await _render_prompt(agent, run_input)
@@ -247,6 +248,7 @@ async def run_agent(
                             raise ServerStopping
                         if first_event_at is None:
                             first_event_at = time.perf_counter()
+                            streamed = True
                         if type(event) is ModelFinished:
                             reason, finished = event.reason, event
                             continue
@@ -350,7 +352,8 @@ async def run_agent(
         yield _failed(trace, tally, PROMPT_LEAK_MESSAGE, "prompt_leak")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
-        yield _failed(trace, tally, exc.public_message, exc.code, interrupted=exc.kind == "interrupted")
+        # Interrupted: the upstream broke off after it had said something (what it said stands).
+        yield _failed(trace, tally, exc.public_message, exc.code, interrupted=streamed and exc.kind == "interrupted")
     except RunError as exc:
         yield _failed(trace, tally, str(exc), "run_error")
     except BudgetExceeded as exc:

@@ -83,6 +83,13 @@ async def test_a_stream_that_stops_without_finishing_is_a_failure() -> None:
     assert events[-1] == RunFailed("The model stream ended early.", code="model_error", interrupted=True)
 
 
+async def test_an_upstream_that_breaks_off_before_saying_anything_is_a_plain_failure() -> None:
+    cut = ProviderError("cut at once", public_message="The model stream was interrupted.", kind="interrupted")
+    events = await collect(agent_with(RecordingProvider([cut])), RUN)
+    # nothing was said, so there is no partial answer to keep: the client gets the error itself
+    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error")
+
+
 class EndlessModel:
     """Streams text forever; records whether its stream was closed."""
 
