@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from chatgate.config import AgentConfig
 from chatgate.errors import ProviderError
 from chatgate.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFinished, StepStarted, TextDelta
-from chatgate.history import SystemMessage, TextPart, UserMessage
+from chatgate.history import ActivityMessage, SystemMessage, TextPart, UserMessage
 from chatgate.providers import ModelRequest
 from chatgate.run.agents import Agent
 from chatgate.run.runner import SHUTTING_DOWN, run_agent
@@ -49,6 +49,14 @@ async def test_the_provider_receives_the_history_after_the_policy() -> None:
     assert request.model == "m"
     assert request.messages == (SystemMessage("Be good.", id="system"), UserMessage((TextPart("hi"),)))
     assert request.settings == {"temperature": 0.2}
+
+
+async def test_a_frontends_activity_messages_never_reach_the_model() -> None:
+    provider = RecordingProvider([ModelFinished("stop")])
+    plan = ActivityMessage("plan", {"steps": ["secret-ui-state"]}, id="a1")
+    await collect(agent_with(provider, system_prompt="Be good."), RunInput(messages=(plan, *RUN.messages)))
+    (request,) = provider.requests
+    assert request.messages == (SystemMessage("Be good.", id="system"), UserMessage((TextPart("hi"),)))
 
 
 async def test_a_normal_run_is_one_step_then_run_finished() -> None:
