@@ -9,7 +9,8 @@ plain dataclasses with slots, and no code changes them either.
 
 A provider's stream for one model call yields content events, optionally ``Usage``, and ends with
 ``ModelFinished``. The runner wraps each model call in ``StepStarted``/``StepFinished`` and ends every
-run with exactly one of ``RunFinished`` or ``RunFailed``.
+run with exactly one of ``RunFinished`` or ``RunFailed``, each carrying the run's summed usage
+(``ModelUsage``, one per model, summed by a ``UsageTally``: the one place both protocols' usage comes from).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Literal, TypeAlias
 __all__ = [
     "FinishReason",
     "ModelFinished",
+    "ModelUsage",
     "ReasoningDelta",
     "ReasoningEnd",
     "ReasoningStart",
@@ -40,6 +42,7 @@ __all__ = [
     "ToolDenied",
     "ToolResult",
     "Usage",
+    "UsageTally",
 ]
 
 FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
@@ -167,14 +170,76 @@ class SourceCited:
 class Usage:
     """Token counts for one model call, as its provider reported them.
 
-    ``input_tokens`` include cached ones and ``output_tokens`` reasoning ones; a count the provider did
-    not report is None. A provider that reports no usage at all yields no ``Usage``.
+    ``input_tokens`` include cached ones (read from and written to the prompt cache) and
+    ``output_tokens`` reasoning ones; a count the provider did not report is None. A provider that
+    reports no usage at all yields no ``Usage``.
     """
 
     input_tokens: int
     output_tokens: int
     reasoning_tokens: int | None = None
     cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+
+
+def _plus(total: int | None, more: int | None) -> int | None:
+    if more is None:
+        return total
+    return more if total is None else total + more
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """One model's token counts summed over a run's calls: what the run's ending reports.
+
+    The counts follow ``Usage`` (AG-UI's ``TokenUsage`` accounting): input and output are totals,
+    reasoning, cached-input and cache-write tokens are parts of them, None when no call reported them.
+    """
+
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def plus(self, usage: Usage) -> ModelUsage:
+        """These counts with one more call's."""
+        return ModelUsage(
+            self.provider,
+            self.model,
+            self.input_tokens + max(usage.input_tokens, 0),
+            self.output_tokens + max(usage.output_tokens, 0),
+            _plus(self.reasoning_tokens, usage.reasoning_tokens),
+            _plus(self.cached_input_tokens, usage.cached_input_tokens),
+            _plus(self.cache_write_input_tokens, usage.cache_write_input_tokens),
+        )
+
+
+class UsageTally:
+    """A run's usage so far, one ``ModelUsage`` per provider and model, in the order they first reported."""
+
+    __slots__ = ("_models",)
+
+    def __init__(self) -> None:
+        self._models: dict[tuple[str, str], ModelUsage] = {}
+
+    def add(self, provider: str, model: str, usage: Usage | None) -> None:
+        """Add one call's report (None: the provider reported nothing, which adds nothing)."""
+        if usage is None:
+            return
+        key = (provider, model)
+        self._models[key] = self._models.get(key, ModelUsage(provider, model)).plus(usage)
+
+    def entries(self) -> tuple[ModelUsage, ...]:
+        """What was reported, per model; empty when no call reported anything."""
+        return tuple(self._models.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,20 +274,30 @@ class StepFinished:
 class RunFinished:
     """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``).
 
-    ``cost_usd`` is what the run's model calls cost, when usage is recorded and the model has a price.
+    ``cost_usd`` is what the run's model calls cost, when usage is recorded and the model has a price;
+    ``usage`` what they reported. ``pending_tool_call_ids``: the frontend tool calls the run ended
+    waiting on (their results come with the client's next request).
     """
 
     reason: FinishReason
     stopped: bool = False
     cost_usd: float | None = None
+    usage: tuple[ModelUsage, ...] = ()
+    pending_tool_call_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class RunFailed:
-    """The run failed. Terminal. ``message`` is safe to show a client; the detail went to the log."""
+    """The run failed. Terminal. ``message`` is safe to show a client; the detail went to the log.
+
+    ``interrupted``: the upstream broke off mid-answer (what it said so far is kept); ``usage`` what the
+    run's model calls reported before the failure.
+    """
 
     message: str
     code: str = "run_failed"
+    usage: tuple[ModelUsage, ...] = ()
+    interrupted: bool = False
 
 
 RunEvent: TypeAlias = (

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic_core import from_json
 
 __all__ = [
+    "ActivityMessage",
     "AssistantMessage",
     "AssistantPart",
     "FilePart",
@@ -145,7 +146,17 @@ class ToolMessage:
     images: tuple[FilePart, ...] = ()
 
 
-Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+@dataclass(frozen=True, slots=True)
+class ActivityMessage:
+    """A frontend's own structured UI state (AG-UI ``activity``): kept in the thread, never sent to a model."""
+
+    activity_type: str
+    content: Mapping[str, Any]
+    id: str = ""
+    created_at: datetime | None = None
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage | ActivityMessage
 
 
 def system_text(messages: tuple[Message, ...] | list[Message]) -> str | None:

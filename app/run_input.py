@@ -38,8 +38,11 @@ class RunInput:
     """What a UI client asked for: the history as sent, client-side tools and request facts.
 
     ``thread_id`` is the conversation (AG-UI ``threadId``, useChat chat ``id``); ``run_id`` names
-    this run. ``variables`` are request-scoped values a client sent (AG-UI context and forwarded
-    props, extra useChat body fields); only operator-allowed ones are ever used. ``approvals`` are
+    this run, ``parent_run_id`` the run it continues or branches from, when the client named one
+    (AG-UI ``parentRunId``; run ids are the client's, so chatgate never invents one);
+    ``protocol_version`` the protocol version the client declared (AG-UI ``protocolVersion``). ``variables``
+    are request-scoped values a client sent (AG-UI context and forwarded props, extra useChat body
+    fields); only operator-allowed ones are ever used. ``approvals`` are
     answers to tool approval requests; ``continue_message_id`` is the assistant message a useChat
     client asks to continue (after a tool output or an approval) instead of starting a new one.
 
@@ -51,6 +54,8 @@ class RunInput:
     messages: tuple[Message, ...]
     thread_id: str = ""
     run_id: str = ""
+    parent_run_id: str | None = None
+    protocol_version: str | None = None
     tools: tuple[ToolDefinition, ...] = ()
     variables: Mapping[str, Any] = field(default_factory=dict)
     approvals: tuple[ApprovalResponse, ...] = ()

@@ -136,6 +136,20 @@ def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -
     return json.loads(completed.stdout)
 
 
+def check_ag_ui_events(events: list[dict[str, Any]]) -> None:
+    """Fail unless @ag-ui/core's ``EventSchema`` accepts every event, strictly (tests/clients/ag_ui_strict.mjs)."""
+    problems = run_node_client("ag_ui_validate.mjs", {"events": events})["problems"]
+    assert problems == [], problems
+
+
+def check_use_chat_stream(version: int, text: str) -> list[str]:
+    """Fail unless ``ai`` ``version``'s own ``uiMessageChunkSchema`` accepts every chunk; their types."""
+    result = run_node_client("vercel_ai_validate.mjs", {"version": version, "text": text})
+    assert result["problems"] == [], result["problems"]
+    types: list[str] = result["types"]
+    return types
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A real ``redis-server`` on loopback for the whole session (tests use their own key prefixes or flush)."""

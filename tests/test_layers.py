@@ -17,7 +17,7 @@ ROOT = Path(__file__).parent.parent
 LAYERS: list[set[str]] = [
     {"errors", "history", "events", "caller", "operator_code", "redis_client", "version", "mounting", "adapters"},
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry", "drain"},
-    {"store", "files", "protocol", "context", "identity", "adapters.base"},
+    {"store", "files", "protocol", "capabilities", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage", "files_store"},
     {"leak_guard", "tracing", "summaries", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
 ]
 """Bottom to top. Foundations (with the installed version and the route path under a mount); ids,
 config, run logs, meters and logs; the store, files, the protocol
-interface, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
+interface, agents' capabilities, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
 tracing, context summaries and the adapters; one run; access, stored threads, the Python API and MCP
 tools; the HTTP edge; the command and the public API."""
 

@@ -11,10 +11,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import chatgate.adapters.ag_ui.wire as wire
+from chatgate.adapters.ag_ui.capabilities import agent_capabilities
 from chatgate.adapters.ag_ui.decode import decode_request
 from chatgate.adapters.ag_ui.encode import encode_run
 from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.adapters.base import sse_frame
+from chatgate.capabilities import AgentFacts
 from chatgate.config import AgentConfig
 from chatgate.events import RunEvent
 from chatgate.history import Message
@@ -38,6 +40,10 @@ class AgUiProtocol:
     def request_schema(self, ref_template: str) -> dict[str, Any]:
         """The JSON schema of a request body, ``RunAgentInput`` (for ``GET /openapi.json``)."""
         return wire.run_agent_input.json_schema(by_alias=True, ref_template=ref_template)
+
+    def capabilities(self, facts: AgentFacts) -> dict[str, Any]:
+        """The agent as an AG-UI ``AgentCapabilities`` (``GET .../ag-ui/capabilities``)."""
+        return agent_capabilities(facts)
 
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``RunAgentInput`` body; 400 when it is not JSON, 422 naming each wrong field."""

@@ -4,8 +4,8 @@
   parts become ``UserMessage`` (media with inline data become a ``data:`` URL, media by URL keep it,
   provider file handles are dropped); ``assistant`` text and ``toolCalls`` become ``AssistantMessage``;
   ``tool`` becomes ``ToolMessage`` (``error`` marks it failed); ``reasoning`` becomes an
-  ``AssistantMessage`` holding one ``ReasoningPart``. ``activity`` and unknown roles are skipped and
-  logged.
+  ``AssistantMessage`` holding one ``ReasoningPart``; ``activity`` becomes ``ActivityMessage`` (kept in a
+  stored thread and its snapshots, never sent to the model). Unknown roles are skipped and logged.
 - ``encryptedValue`` (on a reasoning message or a tool call) becomes the part's ``provider_data``: a
   JSON object this server sent is restored as that object, anything else is kept whole as
   ``{"encrypted_value": "<text>"}``. JSON held in a string (``encryptedValue``, a tool call's
@@ -30,6 +30,7 @@ import chatgate.adapters.ag_ui.wire as wire
 from chatgate.adapters.base import decode_body
 from chatgate.files_store import REFERENCE_PREFIX, UPLOAD_PROVIDER, is_file_id
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     AssistantPart,
     FilePart,
@@ -67,6 +68,8 @@ def decode_request(body: bytes) -> RunInput:
         messages=tuple(messages),
         thread_id=request.thread_id,
         run_id=request.run_id,
+        parent_run_id=request.parent_run_id or None,
+        protocol_version=request.protocol_version or None,
         tools=tuple(_tool(tool) for tool in request.tools),
         variables=_variables(request),
         approvals=tuple(_approval(entry) for entry in request.resume),
@@ -103,6 +106,8 @@ def _message(message: Any, field: str) -> Message | None:
     if isinstance(message, wire.ReasoningMessage):
         reasoning = ReasoningPart(message.content, _provider_data(message.encrypted_value, f"{field}.encryptedValue"))
         return AssistantMessage(parts=(reasoning,), id=message.id)
+    if isinstance(message, wire.ActivityMessage):
+        return ActivityMessage(message.activity_type, message.content, id=message.id)
     return None
 
 

@@ -5,8 +5,10 @@ it has any, so a resumed run's ``TOOL_CALL_RESULT`` answers a call this run name
 run event, then exactly one of ``RUN_FINISHED`` or ``RUN_ERROR``. Reasoning spans open
 ``REASONING_START`` and ``REASONING_MESSAGE_START`` under the same id; ``provider_data`` leaves as
 ``REASONING_ENCRYPTED_VALUE`` (its JSON text). A server-held thread's ``RunInput.snapshot`` goes out as
-``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. Token usage is summed into ``RUN_FINISHED.usage``; tool
-approval requests become ``RUN_FINISHED`` interrupts. Frames are LF-only and carry no ``null``.
+``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. The run's usage (summed by the runner, one
+``TokenUsage`` per model) goes on ``RUN_FINISHED.usage`` or ``RUN_ERROR.usage``; tool approval requests
+become ``RUN_FINISHED`` interrupts, frontend tool calls the run waits on its ``pendingToolCallIds``.
+Frames are LF-only and carry no ``null``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from chatgate.adapters.ag_ui.snapshot import snapshot_messages, source_value
 from chatgate.adapters.base import sse_frame
 from chatgate.config import AgentConfig
 from chatgate.events import (
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -39,7 +42,6 @@ from chatgate.events import (
     ToolCallStart,
     ToolDenied,
     ToolResult,
-    Usage,
 )
 from chatgate.history import (
     AssistantMessage,
@@ -50,7 +52,7 @@ from chatgate.ids import new_id
 from chatgate.run_input import RunInput
 from chatgate.strict_json import dump_json
 
-__all__ = ["encode_run"]
+__all__ = ["encode_run", "token_usage"]
 
 logger = logging.getLogger("chatgate.adapters.ag_ui")
 
@@ -77,7 +79,8 @@ class _RunEncoder:
     def __init__(self, run_input: RunInput, agent: AgentConfig) -> None:
         self._run = {"threadId": run_input.thread_id, "runId": run_input.run_id}
         self._snapshot = run_input.snapshot
-        self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run}
+        lineage = {"parentRunId": run_input.parent_run_id} if run_input.parent_run_id else {}
+        self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run, **lineage}
         carrier = _unanswered_calls(run_input)
         if carrier is not None:
             # tools and context are required fields for pre-1.0 readers (CopilotKit's @ag-ui/client 0.0.x).
@@ -85,18 +88,17 @@ class _RunEncoder:
                 {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
                 for tool in run_input.tools
             ]
-            self._started["input"] = {**self._run, "messages": [carrier], "tools": tools, "context": []}
+            self._started["input"] = {**self._run, **lineage, "messages": [carrier], "tools": tools, "context": []}
         self._agent = agent
+        # pendingToolCallIds is 1.0's: pre-1.0 readers (CopilotKit's pinned 0.0.x) hold a strict {type:
+        # "success"} and reject it. 1.0 clients declare their protocolVersion; older ones send none.
+        self._names_pending = _declares_1_0(run_input.protocol_version)
         # Open things, in opening order; each maps its id to the pre-built prefix of its delta frames.
         self._texts: dict[str, bytes] = {}
         self._reasoning: dict[str, bytes] = {}
         self._tool_calls: dict[str, bytes] = {}
         self._steps: list[str] = []
         self._parent_message_id: str | None = None
-        self._input_tokens = 0
-        self._output_tokens = 0
-        self._reasoning_tokens: int | None = None  # None: no call reported them
-        self._cached_input_tokens: int | None = None
         self._interrupts: list[dict[str, Any]] = []
         self._handlers: dict[type[Any], Callable[[Any], bytes]] = {
             StepStarted: self._step_started,
@@ -110,7 +112,6 @@ class _RunEncoder:
             ToolResult: self._tool_result,
             ToolDenied: self._tool_denied,
             ToolApprovalRequested: self._approval_requested,
-            Usage: self._usage,
             SourceCited: self._source,
         }
 
@@ -130,10 +131,10 @@ class _RunEncoder:
                 elif type(event) is ToolCallDelta:
                     yield tool_calls[event.tool_call_id] + to_json(event.delta) + _FRAME_END
                 elif type(event) is RunFinished:
-                    yield self._end(self._finished(event.stopped, event.cost_usd))
+                    yield self._end(self._finished(event))
                     return
                 elif type(event) is RunFailed:
-                    yield self._end(self._error(event.message, event.code))
+                    yield self._end(self._error(event.message, event.code, event.usage))
                     return
                 else:
                     handler = handlers.get(type(event))
@@ -168,40 +169,26 @@ class _RunEncoder:
         frames.append(terminal)
         return b"".join(frames)
 
-    def _finished(self, stopped: bool = False, cost_usd: float | None = None) -> bytes:
+    def _finished(self, finished: RunFinished) -> bytes:
         event: dict[str, Any] = {"type": "RUN_FINISHED", **self._run}
-        if stopped:
+        if finished.stopped:
             event["outcome"] = {"type": "cancelled"}
         elif self._interrupts:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
-        usage = self._usage_list()
-        if usage and cost_usd is not None:
-            usage[0]["costUsd"] = cost_usd
+        elif finished.pending_tool_call_ids and self._names_pending:
+            event["outcome"] = {"type": "success", "pendingToolCallIds": list(finished.pending_tool_call_ids)}
+        usage = [token_usage(entry) for entry in finished.usage]
+        if usage and finished.cost_usd is not None:
+            usage[0]["costUsd"] = finished.cost_usd
         if usage:
             event["usage"] = usage
         return sse_frame(event)
 
-    def _error(self, message: str, code: str) -> bytes:
+    def _error(self, message: str, code: str, usage: tuple[ModelUsage, ...] = ()) -> bytes:
         event: dict[str, Any] = {"type": "RUN_ERROR", "message": message, "code": code}
-        usage = self._usage_list()
         if usage:
-            event["usage"] = usage
+            event["usage"] = [token_usage(entry) for entry in usage]
         return sse_frame(event)
-
-    def _usage_list(self) -> list[dict[str, Any]]:
-        if not (self._input_tokens or self._output_tokens):
-            return []
-        return [
-            {
-                "provider": self._agent.provider_name,
-                "model": self._agent.model_name,
-                "inputTokens": self._input_tokens,
-                "outputTokens": self._output_tokens,
-                "totalTokens": self._input_tokens + self._output_tokens,
-                **({"reasoningTokens": self._reasoning_tokens} if self._reasoning_tokens is not None else {}),
-                **({"cachedInputTokens": self._cached_input_tokens} if self._cached_input_tokens is not None else {}),
-            }
-        ]
 
     def _step_started(self, event: StepStarted) -> bytes:
         self._steps.append(event.name)
@@ -280,14 +267,29 @@ class _RunEncoder:
             value["messageId"] = self._parent_message_id  # the answer's message that cites it
         return sse_frame({"type": "CUSTOM", "name": SOURCE_EVENT, "value": value})
 
-    def _usage(self, event: Usage) -> bytes:
-        self._input_tokens += event.input_tokens
-        self._output_tokens += event.output_tokens
-        if event.reasoning_tokens is not None:
-            self._reasoning_tokens = (self._reasoning_tokens or 0) + event.reasoning_tokens
-        if event.cached_input_tokens is not None:
-            self._cached_input_tokens = (self._cached_input_tokens or 0) + event.cached_input_tokens
-        return b""
+
+def _declares_1_0(version: str | None) -> bool:
+    """Whether a client's ``protocolVersion`` is 1.0 or later (``"1.0"``, ``"1.0.0"``, ``"2"``)."""
+    major = (version or "").split(".", 1)[0]
+    return major.isdigit() and int(major) >= 1
+
+
+def token_usage(usage: ModelUsage) -> dict[str, Any]:
+    """One model's usage as an AG-UI ``TokenUsage``; a count nobody reported is left out, never 0."""
+    entry: dict[str, Any] = {
+        "provider": usage.provider,
+        "model": usage.model,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "totalTokens": usage.total_tokens,
+    }
+    if usage.reasoning_tokens is not None:
+        entry["reasoningTokens"] = usage.reasoning_tokens
+    if usage.cached_input_tokens is not None:
+        entry["cachedInputTokens"] = usage.cached_input_tokens
+    if usage.cache_write_input_tokens is not None:
+        entry["cacheWriteInputTokens"] = usage.cache_write_input_tokens
+    return entry
 
 
 def _unanswered_calls(run_input: RunInput) -> dict[str, Any] | None:

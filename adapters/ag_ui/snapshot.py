@@ -1,7 +1,8 @@
 """History as AG-UI messages: what ``MESSAGES_SNAPSHOT`` carries for a server-held thread.
 
 The inverse of decoding: user text (or text and media parts), assistant text with ``toolCalls``,
-reasoning as a ``reasoning`` message, tool results as ``tool`` messages (``error`` when failed).
+reasoning as a ``reasoning`` message, tool results as ``tool`` messages (``error`` when failed), a
+frontend's ``activity`` messages as they came.
 Provider data travels as ``encryptedValue`` (its JSON text), as in the live stream. System
 messages are never part of a stored thread and are left out.
 """
@@ -15,6 +16,7 @@ from pydantic_core import to_json
 
 from chatgate.files_store import UPLOAD_PROVIDER, referenced_file
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     FilePart,
     Message,
@@ -49,6 +51,9 @@ def snapshot_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
             if message.is_error:
                 tool["error"] = message.content
             messages.append(tool)
+        elif isinstance(message, ActivityMessage):
+            activity = {"activityType": message.activity_type, "content": dict(message.content)}
+            messages.append({"id": message.id, "role": "activity", **activity})
     return messages
 
 

@@ -2,8 +2,8 @@
 
 Mirrors the 1.0 schemas of npm ``@ag-ui/core`` 1.0.0 (``dist/schemas.mjs``), read for facts. Keys are
 camelCase on the wire and unknown keys are ignored, so newer clients still get through. A message
-whose role this server does not model (``activity``, or a role from a newer protocol) validates as
-``SkippedMessage`` instead of failing the request. The pre-1.0 ``binary`` content part is accepted too,
+whose role this server does not model (a role from a newer protocol) validates as ``SkippedMessage``
+instead of failing the request. The pre-1.0 ``binary`` content part is accepted too,
 because older clients still send it.
 """
 
@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from chatgate.ids import ClientId, ClientThreadId
 
 __all__ = [
+    "ActivityMessage",
     "AssistantMessage",
     "BinaryPart",
     "ContentPart",
@@ -163,14 +164,23 @@ class ReasoningMessage(_Wire):
     encrypted_value: str | None = None
 
 
+class ActivityMessage(_Wire):
+    """An ``activity`` message: the frontend's structured UI state, kept in the thread, never the model's."""
+
+    id: ClientId
+    role: Literal["activity"]
+    activity_type: str
+    content: dict[str, Any]
+
+
 class SkippedMessage(_Wire):
-    """A message this server does not model (``activity``, or a role from a newer protocol)."""
+    """A message this server does not model (a role from a newer protocol)."""
 
     role: str
     id: ClientId = ""
 
 
-_MODELLED_ROLES = {"system", "developer", "user", "assistant", "tool", "reasoning"}
+_MODELLED_ROLES = {"system", "developer", "user", "assistant", "tool", "reasoning", "activity"}
 
 
 def _message_tag(value: Any) -> str | None:
@@ -188,6 +198,7 @@ WireMessage = Annotated[
     | Annotated[AssistantMessage, Tag("assistant")]
     | Annotated[ToolMessage, Tag("tool")]
     | Annotated[ReasoningMessage, Tag("reasoning")]
+    | Annotated[ActivityMessage, Tag("activity")]
     | Annotated[SkippedMessage, Tag("skipped")],
     Discriminator(
         _message_tag,
@@ -225,6 +236,8 @@ class RunAgentInput(_Wire):
 
     thread_id: ClientThreadId
     run_id: str
+    parent_run_id: ClientId | None = None
+    protocol_version: str | None = None
     messages: list[WireMessage]
     tools: list[Tool] = Field(default_factory=list)
     context: list[Context] = Field(default_factory=list)

@@ -18,14 +18,20 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
 - Versions (the agent's ``vercel_ai_version``): v6 and v7 get ``finish.finishReason``,
   ``tool-approval-request`` and ``tool-output-denied``. v5 gets neither: ai 5.0.0 to 5.0.91 reject
   unknown fields and a ``finishReason`` on ``finish``, and no 5.x knows approvals, so an approval
-  request or a denial reaches a v5 client as ``tool-output-error`` saying so. Nothing v7-only is sent.
+  request or a denial reaches a v5 client as ``tool-output-error`` saying so. v7 alone gets
+  ``finishReason: "interrupted"`` (ai 7.0.149 on) when the upstream broke off: no ``error`` chunk, the
+  partial answer stands, as the AI SDK's own providers end such a stream.
+- Usage: the run's usage (summed by the runner) and cost go on ``finish.messageMetadata``
+  (``{usage, model, provider, costUsd}``), useChat's ``message.metadata``. A stopped run (someone
+  called ``POST .../stop``) ends as the AI SDK's server ends an aborted one: its usage as a
+  ``message-metadata`` chunk, then ``abort`` (no ``finish``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_core import from_json, to_json
 
@@ -38,6 +44,7 @@ from chatgate.adapters.vercel_ai.wire import (
 from chatgate.config import AgentConfig, VercelAIVersion
 from chatgate.events import (
     FinishReason,
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -56,11 +63,9 @@ from chatgate.events import (
     ToolCallStart,
     ToolDenied,
     ToolResult,
-    Usage,
 )
 from chatgate.ids import new_id
 from chatgate.run_input import RunInput
-from chatgate.usage import RunUsage
 
 __all__ = ["MASKED_ERROR", "encode_run", "interrupted_ending", "usage_metadata"]
 
@@ -74,8 +79,10 @@ INVALID_ARGUMENTS = "The model's tool arguments were cut off: they are not a com
 NO_APPROVALS = "This tool call needs a human's approval, which this client (AI SDK 5) cannot give."
 
 _DONE = b"data: [DONE]\n\n"
+_ABORT = b'data: {"type":"abort"}\n\n'
 _FRAME_END = b"}\n\n"
-_FINISH_REASONS: Mapping[FinishReason, str] = {
+_FINISH_REASONS: Mapping[FinishReason | Literal["interrupted"], str] = {
+    "interrupted": "interrupted",
     "stop": "stop",
     "length": "length",
     "tool_calls": "tool-calls",
@@ -101,10 +108,15 @@ async def encode_run(
             elif isinstance(event, ToolCallDelta):
                 yield tools[event.tool_call_id] + to_json(event.delta) + _FRAME_END
             elif isinstance(event, RunFinished):
-                ending = stream.end(event.reason, cost_usd=event.cost_usd)
+                metadata = usage_metadata(event.usage, event.cost_usd)
+                ending = stream.aborted(metadata) if event.stopped else stream.end(event.reason, metadata=metadata)
                 break
             elif isinstance(event, RunFailed):
-                ending = stream.end("error", event.message)
+                metadata = usage_metadata(event.usage, None)
+                if event.interrupted and agent.vercel_ai_version == "v7":
+                    ending = stream.end("interrupted", metadata=metadata)
+                else:
+                    ending = stream.end("error", event.message, metadata=metadata)
                 break
             else:
                 frame = stream.frame(event)
@@ -121,20 +133,31 @@ async def encode_run(
     yield ending
 
 
-def usage_metadata(usage: RunUsage, cost_usd: float | None) -> dict[str, Any]:
-    """``{"usage": {...}, "costUsd": ...}`` for what was reported (empty when nothing was)."""
+def usage_metadata(usage: tuple[ModelUsage, ...], cost_usd: float | None) -> dict[str, Any]:
+    """``{"usage": {...}, "model", "provider", "costUsd"}`` for what was reported (empty when nothing was).
+
+    ``usage`` counts as AG-UI's ``TokenUsage`` does (the same numbers ``RUN_FINISHED.usage`` carries);
+    ``model`` and ``provider`` name the one model that answered (a run has one).
+    """
     metadata: dict[str, Any] = {}
-    if usage.reported:
+    if usage:
+        first = usage[0]
         tokens: dict[str, int] = {
-            "inputTokens": usage.input_tokens,
-            "outputTokens": usage.output_tokens,
-            "totalTokens": usage.total_tokens,
+            "inputTokens": sum(entry.input_tokens for entry in usage),
+            "outputTokens": sum(entry.output_tokens for entry in usage),
+            "totalTokens": sum(entry.total_tokens for entry in usage),
         }
-        if usage.reasoning_tokens is not None:
-            tokens["reasoningTokens"] = usage.reasoning_tokens
-        if usage.cached_input_tokens is not None:
-            tokens["cachedInputTokens"] = usage.cached_input_tokens
+        for key, counts in (
+            ("reasoningTokens", [entry.reasoning_tokens for entry in usage]),
+            ("cachedInputTokens", [entry.cached_input_tokens for entry in usage]),
+            ("cacheWriteInputTokens", [entry.cache_write_input_tokens for entry in usage]),
+        ):
+            reported = [count for count in counts if count is not None]
+            if reported:
+                tokens[key] = sum(reported)
         metadata["usage"] = tokens
+        if len(usage) == 1:
+            metadata["model"], metadata["provider"] = first.model, first.provider
     if cost_usd is not None:
         metadata["costUsd"] = cost_usd
     return metadata
@@ -167,7 +190,7 @@ def _delta_prefix(kind: bytes, id_field: bytes, part_id: str, delta_field: bytes
 class _MessageStream:
     """One response's open parts and step, and the one place they are closed."""
 
-    __slots__ = ("reasoning", "step_ended", "step_open", "text", "tool_names", "tools", "usage", "version")
+    __slots__ = ("reasoning", "step_ended", "step_open", "text", "tool_names", "tools", "version")
 
     def __init__(self, version: VercelAIVersion) -> None:
         self.version = version
@@ -177,7 +200,6 @@ class _MessageStream:
         self.tool_names: dict[str, str] = {}
         self.step_open = False  # start-step written, finish-step not yet
         self.step_ended = False  # ... and the model step is over: only its tool outcomes may follow
-        self.usage = RunUsage()  # what the model calls reported, for ``finish.messageMetadata``
 
     def frame(self, event: RunEvent) -> bytes:
         """The frames for every event but deltas and terminals (``b""`` for events the UI never sees)."""
@@ -230,11 +252,15 @@ class _MessageStream:
             return self._close_parts()
         if isinstance(event, SourceCited):
             return sse_frame(ui_source(event.source_id, event.url, event.title, event.media_type, event.filename))
-        if isinstance(event, Usage):
-            self.usage.add(event)
-        return b""  # Usage (until ``finish``), ModelFinished: nothing a useChat client reads
+        return b""  # Usage (the runner sums it for the ending), ModelFinished: nothing a useChat client reads
 
-    def end(self, reason: FinishReason, error_text: str | None = None, *, cost_usd: float | None = None) -> bytes:
+    def end(
+        self,
+        reason: FinishReason | Literal["interrupted"],
+        error_text: str | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> bytes:
         """The stream's last frames: close what is open, ``error`` if failed, ``finish``, ``[DONE]``.
 
         ``finish.messageMetadata`` carries the run's usage and cost (useChat's ``message.metadata``).
@@ -243,10 +269,14 @@ class _MessageStream:
         finish: dict[str, Any] = {"type": "finish"}
         if self.version != "v5":
             finish["finishReason"] = _FINISH_REASONS[reason]
-        metadata = usage_metadata(self.usage, cost_usd)
         if metadata:
-            finish["messageMetadata"] = metadata
+            finish["messageMetadata"] = dict(metadata)
         return self._close_parts() + error + self._finish_step() + sse_frame(finish) + _DONE
+
+    def aborted(self, metadata: Mapping[str, Any]) -> bytes:
+        """A stopped run's last frames: close what is open, its usage (``message-metadata``), ``abort``."""
+        usage = sse_frame({"type": "message-metadata", "messageMetadata": dict(metadata)}) if metadata else b""
+        return self._close_parts() + self._finish_step() + usage + _ABORT + _DONE
 
     def _tool_input(self, event: ToolCallEnd) -> bytes:
         del self.tools[event.tool_call_id]

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from chatgate.config import ServerSettings
 from chatgate.errors import RequestError
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     Message,
     ReasoningPart,
@@ -23,6 +24,7 @@ from chatgate.history import (
     UserMessage,
 )
 from chatgate.run_input import RunInput
+from chatgate.strict_json import dump_json
 
 __all__ = ["check_request_limits", "read_body"]
 
@@ -85,6 +87,8 @@ def _parts(message: Message) -> int:
 def _text_chars(message: Message) -> int:
     if isinstance(message, (SystemMessage, ToolMessage)):
         return len(message.content)
+    if isinstance(message, ActivityMessage):
+        return len(dump_json(message.content))
     total = 0
     for part in message.parts:
         if isinstance(part, (TextPart, ReasoningPart)):

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     Message,
     SystemMessage,
@@ -104,4 +105,6 @@ def _plain(message: Message) -> str:
             elif isinstance(part, TextPart):
                 texts.append(part.text)
         return " ".join(texts)
+    if isinstance(message, ActivityMessage):
+        return ""  # the frontend's UI state, never the model's
     return message.content

@@ -131,6 +131,7 @@ class AnthropicProvider(HTTPProvider):
         blocks: dict[int, _Block] = {}
         input_tokens = output_tokens = 0
         cached: int | None = None
+        cache_write: int | None = None
         reported = False
         stop_reason: str | None = None
         response_id = response_model = ""
@@ -184,6 +185,7 @@ class AnthropicProvider(HTTPProvider):
                 input_tokens = _input_tokens(usage)
                 output_tokens = int(usage.get("output_tokens") or 0)
                 cached = _cached(usage, cached)
+                cache_write = _cached(usage, cache_write, "cache_creation_input_tokens")
             elif kind == "message_delta":
                 stop_reason = (payload.get("delta") or {}).get("stop_reason") or stop_reason
                 usage = payload.get("usage") or {}
@@ -191,6 +193,7 @@ class AnthropicProvider(HTTPProvider):
                 input_tokens = _input_tokens(usage) or input_tokens
                 output_tokens = int(usage.get("output_tokens") or output_tokens)
                 cached = _cached(usage, cached)
+                cache_write = _cached(usage, cache_write, "cache_creation_input_tokens")
             elif kind == "message_stop":
                 finished = True
                 break
@@ -211,7 +214,7 @@ class AnthropicProvider(HTTPProvider):
         for block in blocks.values():
             yield block.end()
         if reported:
-            yield Usage(input_tokens, output_tokens, cached_input_tokens=cached)
+            yield Usage(input_tokens, output_tokens, cached_input_tokens=cached, cache_write_input_tokens=cache_write)
         yield ModelFinished(STOP_REASONS.get(stop_reason or "end_turn", "other"), response_id, response_model)
 
 
@@ -291,9 +294,9 @@ def _source(citation: Any, cited: set[str]) -> SourceCited | None:
     return None  # a citation type newer than this code
 
 
-def _cached(usage: Mapping[str, Any], before: int | None) -> int | None:
-    """Input tokens read from the prompt cache, when the usage says (else what an earlier event said)."""
-    value = usage.get("cache_read_input_tokens")
+def _cached(usage: Mapping[str, Any], before: int | None, key: str = "cache_read_input_tokens") -> int | None:
+    """Input tokens read from (``key``: or written to) the prompt cache, when the usage says, else ``before``."""
+    value = usage.get(key)
     return int(value) if isinstance(value, int) else before
 
 
@@ -324,8 +327,9 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> tuple[str |
             add("user", [_user_block(part, provider) for part in message.parts if not _empty(part)])
         elif isinstance(message, AssistantMessage):
             add("assistant", [block for part in message.parts if (block := _assistant_block(part)) is not None])
-        else:
+        elif isinstance(message, ToolMessage):
             add("user", [_tool_result(message)])
+        # ActivityMessage: the frontend's, never the model's (the runner leaves it out already)
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": HISTORY_START}]})
     if turns and turns[-1]["role"] == "assistant":

@@ -39,6 +39,7 @@ from chatgate.history import (
     SystemMessage,
     TextPart,
     ToolCallPart,
+    ToolMessage,
     UserMessage,
 )
 from chatgate.ids import new_id
@@ -168,7 +169,7 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[s
             calls = message.tool_calls
             tool_names.update((call.tool_call_id, call.name) for call in calls)
             encoded.append(_assistant(message, calls))
-        else:
+        elif isinstance(message, ToolMessage):  # not ActivityMessage: the frontend's, never the model's
             result: dict[str, Any] = {"role": "tool", "content": message.content}
             if message.tool_call_id in tool_names:
                 result["tool_name"] = tool_names[message.tool_call_id]

@@ -239,11 +239,12 @@ def encode_messages(messages: tuple[Message, ...], provider: str) -> list[dict[s
             assistant = _assistant(message)
             if assistant is not None:
                 encoded.append(assistant)
-        else:
+        elif isinstance(message, ToolMessage):
             encoded.append(_tool_result(message))
             if message.images:
                 images.append({"type": "text", "text": f"The images tool call {message.tool_call_id} returned:"})
                 images += [{"type": "image_url", "image_url": {"url": image.url}} for image in message.images]
+        # ActivityMessage: the frontend's, never the model's (the runner leaves it out already)
     if images:
         encoded.append({"role": "user", "content": images})
     return encoded

@@ -47,8 +47,10 @@ from chatgate.events import (
     ToolDenied,
     ToolResult,
     Usage,
+    UsageTally,
 )
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     FilePart,
     Message,
@@ -110,7 +112,8 @@ def _model_request(agent: Agent, run_input: RunInput, system_prompt: str | None)
     if system_prompt is None and agent.prompt is not None and agent.prompt.is_static:
         system_prompt = agent.prompt.template
     result = apply_system_prompt_policy(
-        run_input.messages,
+        # A frontend's activity messages are its own UI state: kept in the thread, never the model's.
+        tuple(message for message in run_input.messages if not isinstance(message, ActivityMessage)),
         policy=config.manage_system_prompt,
         system_prompt=system_prompt,
         fallback=config.system_prompt_fallback,
@@ -181,6 +184,9 @@ async def run_agent(
     # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
     is_stopping = (stopping or asyncio.Event()).is_set
+    tally = UsageTally()  # what the run's ending reports, in both protocols
+    streamed = False  # some model call sent something: a break-off then leaves a partial answer
+    provider_name, model_name = agent.config.provider_name, agent.config.model_name
     try:
         system_prompt = await _render_prompt(agent, run_input)
         request, stripped = _model_request(agent, run_input, system_prompt)
@@ -224,7 +230,9 @@ async def run_agent(
                         written, spent = await _summarize(
                             agent, budget, summaries, run_input, view, history, metrics, account
                         )
-                        if spent is not None:
+                        if spent is not None and agent.summary_model is not None:
+                            summary_provider = agent.summary_model.label.partition(":")[0]
+                            tally.add(summary_provider, agent.summary_model.model, spent)
                             yield spent  # the run's usage on the stream includes the summary's
                         if written is not None:
                             view = budget.view(history, request.tools, thread, summary=written)
@@ -245,6 +253,7 @@ async def run_agent(
                 first_event_at: float | None = None
                 usage: Usage | None = None
                 cut_off: list[str] = []  # calls whose arguments are not a JSON object
+                called: list[str] = []  # every call the model completed in this step
                 failure: BaseException | None = None
                 refused = False
                 if agent.files is not None:  # uploads' references become bytes in this call only
@@ -258,13 +267,16 @@ async def run_agent(
                             raise ServerStopping
                         if first_event_at is None:
                             first_event_at = time.perf_counter()
+                            streamed = True
                         if type(event) is ModelFinished:
                             reason, finished = event.reason, event
                             continue
                         if type(event) is Usage:
                             usage = event
-                        elif type(event) is ToolCallEnd and not complete_arguments(event.arguments):
-                            cut_off.append(event.tool_call_id)
+                        elif type(event) is ToolCallEnd:
+                            called.append(event.tool_call_id)
+                            if not complete_arguments(event.arguments):
+                                cut_off.append(event.tool_call_id)
                         if transcript is not None:
                             transcript.feed(event)
                         yield event
@@ -283,6 +295,7 @@ async def run_agent(
                         meter.ended(first_event_at, usage, failure)
                     if account is not None:
                         account.add(usage)
+                    tally.add(provider_name, model_name, usage)
                     if call_trace is not None:
                         output = transcript.message() if transcript is not None and call_trace.capture_content else None
                         call_trace.ended(finished, usage, failure, output)
@@ -309,15 +322,17 @@ async def run_agent(
             if assembler is None:  # no server tools: calls are the client's, except those cut off
                 for call_id in cut_off:
                     yield ToolResult(call_id, CUT_OFF, is_error=True)
-                yield _finished(trace, reason, await account.close() if account is not None else None)
+                pending = tuple(call_id for call_id in called if call_id not in cut_off)
+                yield await _finished(trace, reason, account, tally, pending)
                 return
             message = assembler.message()
             if reason != "tool_calls" and not message.tool_calls:
-                yield _finished(trace, reason, await account.close() if account is not None else None)
+                yield await _finished(trace, reason, account, tally)
                 return
 
             history.append(message)
             paused = False
+            frontend: list[str] = []  # calls the client runs: the run ends waiting on them
             for call in message.tool_calls:
                 tool = agent.server_tools.get(call.name)
                 if call.tool_call_id in cut_off:
@@ -326,6 +341,7 @@ async def run_agent(
                     yield result
                 elif tool is None:
                     paused = True  # the frontend runs this one; its result comes with the next request
+                    frontend.append(call.tool_call_id)
                 elif tool.requires_approval:
                     paused = True
                     token = agent.approvals.token(
@@ -339,7 +355,7 @@ async def run_agent(
                     history.append(tool_message(result))
                     yield result
             if paused or reason != "tool_calls":  # only a step ended for its tool calls goes on
-                yield _finished(trace, reason, await account.close() if account is not None else None)
+                yield await _finished(trace, reason, account, tally, tuple(frontend))
                 return
 
         logger.warning("agent %r run %r: stopped after max_steps=%d", agent.name, run_input.run_id, agent.max_steps)
@@ -347,28 +363,29 @@ async def run_agent(
         yield TextStart(notice)
         yield TextDelta(notice, f"[Stopped: this run reached its limit of {agent.max_steps} model steps.]")
         yield TextEnd(notice)
-        yield _finished(trace, "other", await account.close() if account is not None else None)
+        yield await _finished(trace, "other", account, tally)
     except ServerStopping:
         logger.warning("agent %r run %r: ended early, the server is shutting down", agent.name, run_input.run_id)
-        yield _failed(trace, SHUTTING_DOWN, "server_shutdown")
+        yield _failed(trace, tally, SHUTTING_DOWN, "server_shutdown")
     except PromptLeak:  # logged by the guard, with its position and length only
-        yield _failed(trace, PROMPT_LEAK_MESSAGE, "prompt_leak")
+        yield _failed(trace, tally, PROMPT_LEAK_MESSAGE, "prompt_leak")
     except ProviderError as exc:
         logger.error("agent %r run %r: model call failed: %s", agent.name, run_input.run_id, exc)
-        yield _failed(trace, exc.public_message, exc.code)
+        # Interrupted: the upstream broke off after it had said something (what it said stands).
+        yield _failed(trace, tally, exc.public_message, exc.code, interrupted=streamed and exc.kind == "interrupted")
     except RunError as exc:
-        yield _failed(trace, str(exc), "run_error")
+        yield _failed(trace, tally, str(exc), "run_error")
     except BudgetExceeded as exc:
         logger.info("agent %r run %r: %s", agent.name, run_input.run_id, exc.message)
-        yield _failed(trace, exc.message, "budget_exceeded")
+        yield _failed(trace, tally, exc.message, "budget_exceeded")
     except RequestError as exc:  # the budgets could not be checked
-        yield _failed(trace, exc.message, exc.code)
+        yield _failed(trace, tally, exc.message, exc.code)
     except StoreUnavailable as exc:  # a stored thread's approval ledger: the store is down or locked
         logger.warning("agent %r run %r: %s", agent.name, run_input.run_id, exc)
-        yield _failed(trace, exc.public_message, exc.code)
+        yield _failed(trace, tally, exc.public_message, exc.code)
     except Exception:
         logger.exception("agent %r run %r: unexpected failure", agent.name, run_input.run_id)
-        yield _failed(trace, "An internal error occurred.", "internal_error")
+        yield _failed(trace, tally, "An internal error occurred.", "internal_error")
     finally:
         if account is not None:
             account.finish()  # a run that did not reach RunFinished is recorded too
@@ -480,16 +497,25 @@ async def _summarize(
     return summary, usage
 
 
-def _finished(trace: RunTrace | None, reason: FinishReason, cost_usd: float | None) -> RunFinished:
+async def _finished(
+    trace: RunTrace | None,
+    reason: FinishReason,
+    account: RunAccount | None,
+    tally: UsageTally,
+    pending: tuple[str, ...] = (),
+) -> RunFinished:
+    cost_usd = await account.close() if account is not None else None
     if trace is not None:
         trace.finished(reason)
-    return RunFinished(reason, cost_usd=cost_usd)
+    return RunFinished(reason, cost_usd=cost_usd, usage=tally.entries(), pending_tool_call_ids=pending)
 
 
-def _failed(trace: RunTrace | None, message: str, code: str) -> RunFailed:
+def _failed(
+    trace: RunTrace | None, tally: UsageTally, message: str, code: str, *, interrupted: bool = False
+) -> RunFailed:
     if trace is not None:
         trace.failed(code, message)
-    return RunFailed(message, code=code)
+    return RunFailed(message, code=code, usage=tally.entries(), interrupted=interrupted)
 
 
 class RunError(ChatgateError):

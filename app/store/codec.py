@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     AssistantPart,
     FilePart,
@@ -34,6 +35,8 @@ def encode_message(message: Message) -> tuple[str, str]:
         if message.metadata:
             body["metadata"] = dict(message.metadata)
         return "tool", json.dumps(body)
+    if isinstance(message, ActivityMessage):
+        return "activity", json.dumps({"activity_type": message.activity_type, "content": dict(message.content)})
     return "system", json.dumps({"content": message.content, "role": message.role})
 
 
@@ -53,6 +56,8 @@ def decode_message(role: str, body: str, message_id: str) -> Message:
             id=message_id,
             metadata=data.get("metadata") or {},
         )
+    if role == "activity":
+        return ActivityMessage(data["activity_type"], data["content"], id=message_id)
     return SystemMessage(data["content"], id=message_id, role=data.get("role", "system"))
 
 

@@ -12,16 +12,18 @@ producer would have saved. The first line is the run's header: the id of its fir
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import astuple, fields, is_dataclass, replace
 from typing import Any
 
 from chatgate import events
-from chatgate.events import RunEvent
+from chatgate.events import ModelUsage, RunEvent, RunFailed, RunFinished
 
 __all__ = ["decode_record", "encode_event", "encode_header"]
 
 _TYPES: dict[str, type[Any]] = {
-    name: getattr(events, name) for name in events.__all__ if name not in ("RunEvent", "FinishReason")
+    name: getattr(events, name)
+    for name in events.__all__
+    if name not in ("RunEvent", "FinishReason", "ModelUsage", "UsageTally")
 }
 _FIELDS: dict[type[Any], tuple[str, tuple[str, ...]]] = {
     kind: (name, tuple(f.name for f in fields(kind) if f.metadata.get("journal", True)))
@@ -29,7 +31,14 @@ _FIELDS: dict[type[Any], tuple[str, tuple[str, ...]]] = {
 }
 _HEADER = "header"
 # A line is a JSON array: the event's type, then its fields in order (a third of the cost of an object).
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+def _value(value: Any) -> Any:
+    """A journal value for what JSON cannot hold: a ``ModelUsage`` as its fields, anything else as text."""
+    return astuple(value) if is_dataclass(value) and not isinstance(value, type) else str(value)
+
+
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_value).encode
 
 
 def encode_event(event: RunEvent) -> bytes:
@@ -43,6 +52,11 @@ def encode_header(first_id: str | None) -> bytes:
     return _encode([_HEADER, first_id]).encode()
 
 
+def _usage(entries: Any) -> tuple[ModelUsage, ...]:
+    """A terminal event's usage from its journal line: each ``ModelUsage`` was written as its fields."""
+    return tuple(ModelUsage(*entry) for entry in entries)
+
+
 def decode_record(line: bytes) -> RunEvent | str | None:
     """A journal line: its event, the header's first id (``""`` for none), or None for a line it cannot read."""
     try:
@@ -50,6 +64,10 @@ def decode_record(line: bytes) -> RunEvent | str | None:
         if kind == _HEADER:
             return str(values[0] or "")
         event: RunEvent = _TYPES[kind](*values)
+        if isinstance(event, RunFailed):
+            event = replace(event, usage=_usage(event.usage))
+        elif isinstance(event, RunFinished):
+            event = replace(event, usage=_usage(event.usage), pending_tool_call_ids=tuple(event.pending_tool_call_ids))
         return event
     except (ValueError, KeyError, TypeError, IndexError):
         return None

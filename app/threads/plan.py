@@ -7,7 +7,10 @@ The stored history is the truth; what the client resends is ignored, except:
 - the answer to a tool call the server issued and nobody answered yet, for a tool the frontend runs
   (a client can never supply the result of a server tool: those run only here, after an approval);
 - an approval (or denial) of a server tool call that has no stored result yet; the runner checks it
-  against the call it names. An approval of a call already answered is a replay and adds nothing.
+  against the call it names. An approval of a call already answered is a replay and adds nothing;
+- a frontend's ``activity`` message (AG-UI) whose id is not stored, in the order sent, with a request
+  that adds one of the above: it is the frontend's UI state, kept in the thread and its snapshots and
+  never sent to the model, so on its own it starts no run (and is not stored).
 
 A request that adds nothing is a replay (a retry after a dropped connection, a page re-sending its
 list, a duplicate sent at the same moment): it never starts a run of its own. While a run is going on
@@ -24,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from chatgate.errors import RequestError
-from chatgate.history import AssistantMessage, Message, ToolCallPart, ToolMessage, UserMessage
+from chatgate.history import ActivityMessage, AssistantMessage, Message, ToolCallPart, ToolMessage, UserMessage
 from chatgate.ids import new_id
 from chatgate.protocol import ThreadCapabilities
 from chatgate.run_input import ApprovalResponse, RunInput
@@ -92,7 +95,12 @@ def plan_turn(
                 continue
             known.add(message.id)
             append.append(NewMessage(replace(message, id=new_id("msg")), client_id=message.id or None))
+        elif isinstance(message, ActivityMessage) and message.id not in known:
+            known.add(message.id)
+            append.append(NewMessage(replace(message, id=new_id("msg")), client_id=message.id or None))
     approvals = () if running else _new_approvals(history, run_input.approvals, server_tools, approves)
+    if all(isinstance(new.message, ActivityMessage) for new in append) and not approvals:
+        append = []  # activity alone is no turn: a replay, as if it were not sent
     client_ids = {message.id for message in client}
     behind = any(message.public_id not in client_ids for message in stored)
     full = (*history, *(_public(new.message, new.client_id or new.message.id) for new in append))

@@ -48,7 +48,7 @@ def fold_journal(lines: Sequence[bytes]) -> tuple[list[Message], MessageStatus]:
         elif isinstance(record, RunFinished):
             status = "partial" if record.stopped else "complete"
         elif isinstance(record, RunFailed):
-            status = "partial" if record.code == "server_shutdown" else "error"
+            status = "partial" if record.interrupted or record.code == "server_shutdown" else "error"
         if record is not None and not isinstance(record, str):
             recorder.feed(record)
     return recorder.turn(), status

@@ -40,6 +40,8 @@ from chatgate.events import (
     ToolCallDelta,
     ToolDenied,
     ToolResult,
+    Usage,
+    UsageTally,
 )
 from chatgate.history import AssistantMessage, Message
 from chatgate.ids import new_id
@@ -154,6 +156,7 @@ class ThreadRun:
         interrupted: Callable[[str, str], bytes],
         finish_on_disconnect: bool,
         trace: RunTrace | None = None,
+        model: tuple[str, str] = ("", ""),
     ) -> None:
         self.thread = thread
         self._trace = trace
@@ -165,6 +168,8 @@ class ThreadRun:
         self._encode = encode
         self._interrupted = interrupted
         self._finish_on_disconnect = finish_on_disconnect
+        self._model = model  # provider and model: what a stopped ending reports the usage under
+        self._usage = UsageTally()  # the run's usage so far, for a stopped ending (the runner has none)
         self._started = False
         self._stopping = False
         self._terminal = False  # the run's ending is decided: a stop comes too late
@@ -255,20 +260,25 @@ class ThreadRun:
             self._ending = "stopped"
             yield self._noted(RunFinished("other", stopped=True))
             return
+        provider, model = self._model
         try:
             async with aclosing(self._events) as events:  # type: ignore[type-var]
                 async for event in events:
                     self._recorder.feed(event)
                     if self._journal:
                         self._writer.journal(encode_event(event))
-                    if isinstance(event, RunFinished | RunFailed):
+                    if type(event) is Usage:
+                        self._usage.add(provider, model, event)
+                    elif isinstance(event, RunFinished | RunFailed):
                         self._terminal = True
                         if isinstance(event, RunFinished):
                             self._ending = "finished"
                             status: MessageStatus = "complete"
                         else:
-                            # A run stopped on a prompt leak keeps what it said before the leak.
-                            status = "partial" if event.code in ("server_shutdown", "prompt_leak") else "error"
+                            # A run stopped on a prompt leak keeps what it said before the leak; one
+                            # whose upstream broke off keeps what it said before the break.
+                            cut_off = event.interrupted or event.code in ("server_shutdown", "prompt_leak")
+                            status = "partial" if cut_off else "error"
                         await self._save(status)
                         yield event
                         return
@@ -282,7 +292,7 @@ class ThreadRun:
             self._terminal = True
             await self._save("partial")
             self._ending = "stopped"
-            yield self._noted(RunFinished("other", stopped=True))
+            yield self._noted(RunFinished("other", stopped=True, usage=self._usage.entries()))
             return
         # The events ended with no terminal event: the encoder ends the stream as failed.
         self._terminal = True

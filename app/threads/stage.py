@@ -213,6 +213,7 @@ async def open_thread_turn(
         interrupted=partial(protocol.interrupted, agent.config),
         finish_on_disconnect=finish_on_disconnect,
         trace=trace,
+        model=(agent.config.provider_name, agent.config.model_name),
     )
     services.runs.add(run)
     run.task.add_done_callback(lambda _: services.runs.discard(run))

@@ -58,6 +58,7 @@ from chatgate.threads import (
 )
 from chatgate.tracing import start_telemetry
 from chatgate.usage import PersonBudget, Pricing, UsageAccounts, run_account
+from chatgate.web.capabilities import capabilities_path, capabilities_routes
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.chat_request import trace_chat, traced_refusals
 from chatgate.web.files import file_routes
@@ -256,6 +257,7 @@ def create_app(
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
     routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + file_routes()
+    routes += capabilities_routes(protocols)
 
     app = ChatgateApp(
         routes=routes,
@@ -305,6 +307,11 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "protocols": {
                     protocol.name: served_path(request.scope, f"/agents/{agent.name}/{protocol.route}")
                     for protocol in protocols
+                },
+                "capabilities": {
+                    protocol.name: served_path(request.scope, path)
+                    for protocol in protocols
+                    if (path := capabilities_path(protocol, agent.name)) is not None
                 },
             }
             for agent in registry

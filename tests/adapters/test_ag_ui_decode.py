@@ -7,6 +7,7 @@ import pytest
 from chatgate.adapters.ag_ui import protocol
 from chatgate.errors import RequestError
 from chatgate.history import (
+    ActivityMessage,
     AssistantMessage,
     FilePart,
     ReasoningPart,
@@ -151,7 +152,7 @@ def test_an_opaque_encrypted_value_is_kept_whole() -> None:
     assert message == AssistantMessage((ReasoningPart("", {"encrypted_value": "gAAAA=="}),), id="r")
 
 
-def test_activity_and_unknown_roles_are_skipped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+def test_activity_is_kept_and_unknown_roles_are_skipped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="chatgate.adapters.ag_ui")
     run_input = decode(
         [
@@ -160,8 +161,22 @@ def test_activity_and_unknown_roles_are_skipped_and_logged(caplog: pytest.LogCap
             {"id": "u", "role": "user", "content": "hi"},
         ]
     )
-    assert run_input.messages == (UserMessage((TextPart("hi"),), id="u"),)
-    assert "skipped 2 message(s) with role(s) ['activity', 'hologram']" in caplog.text
+    assert run_input.messages == (
+        ActivityMessage("plan", {"steps": []}, id="x"),
+        UserMessage((TextPart("hi"),), id="u"),
+    )
+    assert "skipped 1 message(s) with role(s) ['hologram']" in caplog.text
+
+
+def test_an_activity_without_its_type_or_content_is_a_422_naming_the_field() -> None:
+    with pytest.raises(RequestError) as refused:
+        decode([{"id": "x", "role": "activity", "content": {}}])
+    assert refused.value.status == 422 and "messages.0" in str(refused.value.details)
+
+
+def test_parent_run_id_is_kept_for_run_started() -> None:
+    assert decode([], parentRunId="run-0").parent_run_id == "run-0"
+    assert decode([]).parent_run_id is None
 
 
 def test_unknown_fields_are_ignored() -> None:

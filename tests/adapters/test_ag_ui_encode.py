@@ -6,8 +6,10 @@ from typing import Any
 import pytest
 
 from chatgate.adapters.ag_ui import protocol
+from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.config import AgentConfig
 from chatgate.events import (
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -27,7 +29,7 @@ from chatgate.events import (
     ToolResult,
     Usage,
 )
-from chatgate.history import AssistantMessage, ReasoningPart
+from chatgate.history import ActivityMessage, AssistantMessage, ReasoningPart, TextPart, UserMessage
 from chatgate.run_input import RunInput
 from tests.conftest import make_config
 
@@ -187,29 +189,49 @@ async def test_an_approval_request_finishes_the_run_with_an_interrupt() -> None:
     }
 
 
-async def test_usage_is_summed_into_run_finished() -> None:
-    frames = await encode(Usage(3, 5), Usage(10, 1), RunFinished("stop"))
+async def test_run_finished_carries_the_runs_usage_not_the_usage_events() -> None:
+    # The runner sums usage (UsageTally); the encoder only renders the ending's.
+    summed = (ModelUsage("builtin", "echo", 13, 6),)
+    frames = await encode(Usage(3, 5), Usage(10, 1), RunFinished("stop", usage=summed))
     assert types(frames) == ["RUN_STARTED", "RUN_FINISHED"]
     assert frames[-1]["usage"] == [
         {"provider": "builtin", "model": "echo", "inputTokens": 13, "outputTokens": 6, "totalTokens": 19}
     ]
+    assert "usage" not in (await encode(Usage(3, 5), RunFinished("stop")))[-1]
 
 
 async def test_run_finished_carries_the_reported_details_and_the_runs_cost() -> None:
-    usage = (Usage(10, 4, reasoning_tokens=1, cached_input_tokens=6), Usage(5, 2, cached_input_tokens=1))
-    frames = await encode(*usage, RunFinished("stop", cost_usd=0.5))
+    usage = (ModelUsage("up", "m", 15, 6, reasoning_tokens=1, cached_input_tokens=7, cache_write_input_tokens=2),)
+    frames = await encode(RunFinished("stop", cost_usd=0.5, usage=usage))
     assert frames[-1]["usage"] == [
         {
-            "provider": "builtin",
-            "model": "echo",
+            "provider": "up",
+            "model": "m",
             "inputTokens": 15,
             "outputTokens": 6,
             "totalTokens": 21,
             "reasoningTokens": 1,
             "cachedInputTokens": 7,
+            "cacheWriteInputTokens": 2,
             "costUsd": 0.5,
         }
     ]
+
+
+async def test_every_ending_carries_its_usage_and_a_wait_on_frontend_tools_names_them() -> None:
+    usage = (ModelUsage("up", "m", 4, 1),)
+    entry = {"provider": "up", "model": "m", "inputTokens": 4, "outputTokens": 1, "totalTokens": 5}
+    failed = (await encode(RunFailed("The model failed.", "model_error", usage=usage)))[-1]
+    assert failed == {"type": "RUN_ERROR", "message": "The model failed.", "code": "model_error", "usage": [entry]}
+    cancelled = (await encode(RunFinished("other", stopped=True, usage=usage)))[-1]
+    assert cancelled["outcome"] == {"type": "cancelled"} and cancelled["usage"] == [entry]
+    ending = [RunFinished("tool_calls", pending_tool_call_ids=("c1", "c2"))]
+    declared = RunInput(messages=(), thread_id="t1", run_id="r1", protocol_version="1.0")
+    waiting = parse(await encode_raw_with(declared, ending))[-1]
+    assert waiting["outcome"] == {"type": "success", "pendingToolCallIds": ["c1", "c2"]}
+    # A client that declares no protocolVersion may be pre-1.0 (CopilotKit pins @ag-ui/core 0.0.59, whose
+    # strict {type: "success"} rejects pendingToolCallIds): it gets the plain ending it always had.
+    assert "outcome" not in (await encode(*ending))[-1]
 
 
 async def test_a_failure_closes_everything_open_then_ends_with_run_error() -> None:
@@ -294,3 +316,21 @@ def test_headers_forbid_caching_and_proxy_buffering() -> None:
 
 def test_the_protocol_names_its_routes() -> None:
     assert (protocol.name, protocol.route, protocol.default_path) == ("ag-ui", "ag-ui", "/ag-ui")
+
+
+async def test_run_started_names_the_parent_run_the_client_named() -> None:
+    run = RunInput(messages=(), thread_id="t1", run_id="r2", parent_run_id="r1")
+    (started, _finished) = parse(await encode_raw_with(run, [RunFinished("stop")]))
+    assert started == {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2", "parentRunId": "r1"}
+
+
+async def encode_raw_with(run: RunInput, events: list[RunEvent]) -> bytes:
+    return b"".join([chunk async for chunk in protocol.encode(run, AGENT, events_of(events))])
+
+
+def test_a_snapshot_keeps_activity_messages_as_sent() -> None:
+    history = (ActivityMessage("plan", {"steps": ["a"]}, id="act-1"), UserMessage((TextPart("hi"),), id="u1"))
+    assert snapshot_messages(history) == [
+        {"id": "act-1", "role": "activity", "activityType": "plan", "content": {"steps": ["a"]}},
+        {"id": "u1", "role": "user", "content": "hi"},
+    ]

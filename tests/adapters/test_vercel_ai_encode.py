@@ -8,6 +8,7 @@ import pytest
 from chatgate.adapters.vercel_ai import protocol
 from chatgate.config import AgentConfig
 from chatgate.events import (
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -79,7 +80,8 @@ USAGE_3_2 = {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}
 
 
 async def test_a_text_turn() -> None:
-    chunks = await encode([*step(*TEXT, Usage(3, 2)), RunFinished("stop")])
+    summed = (ModelUsage("builtin", "echo", 3, 2),)
+    chunks = await encode([*step(*TEXT, Usage(3, 2)), RunFinished("stop", usage=summed)])
     assert chunks[0]["type"] == "start"
     assert chunks[1:] == [
         {"type": "start-step"},
@@ -88,8 +90,12 @@ async def test_a_text_turn() -> None:
         {"type": "text-delta", "id": "t1", "delta": 'the "world"'},
         {"type": "text-end", "id": "t1"},
         {"type": "finish-step"},
-        # the run's usage as the provider reported it, for useChat's message.metadata
-        {"type": "finish", "finishReason": "stop", "messageMetadata": {"usage": USAGE_3_2}},
+        # the run's usage as the runner summed it, for useChat's message.metadata
+        {
+            "type": "finish",
+            "finishReason": "stop",
+            "messageMetadata": {"usage": USAGE_3_2, "model": "echo", "provider": "builtin"},
+        },
     ]
 
 
@@ -274,9 +280,9 @@ def test_the_response_headers() -> None:
 
 
 async def test_the_finish_carries_the_runs_usage_and_cost_in_every_version() -> None:
+    usage = (ModelUsage("up", "m", 10, 4, reasoning_tokens=1, cached_input_tokens=6, cache_write_input_tokens=3),)
     for version in ("v5", "v6", "v7"):
-        usage = Usage(10, 4, reasoning_tokens=1, cached_input_tokens=6)
-        finish = (await encode([*step(*TEXT, usage), RunFinished("stop", cost_usd=0.25)], version))[-1]
+        finish = (await encode([*step(*TEXT), RunFinished("stop", cost_usd=0.25, usage=usage)], version))[-1]
         assert finish["messageMetadata"] == {
             "usage": {
                 "inputTokens": 10,
@@ -284,9 +290,25 @@ async def test_the_finish_carries_the_runs_usage_and_cost_in_every_version() -> 
                 "totalTokens": 14,
                 "reasoningTokens": 1,
                 "cachedInputTokens": 6,
+                "cacheWriteInputTokens": 3,
             },
+            "model": "m",
+            "provider": "up",
             "costUsd": 0.25,
         }
+
+
+async def test_a_failed_run_keeps_its_usage_and_only_v7_hears_of_an_interrupted_upstream() -> None:
+    usage = (ModelUsage("up", "m", 5, 1),)
+    cut = RunFailed("The model stream ended early.", "model_error", usage=usage, interrupted=True)
+    v7 = await encode([*step(TextStart("t1"), TextDelta("t1", "Hal")), cut], "v7")
+    # ai 7: the partial answer stands, no error chunk (as the AI SDK's providers end such a stream)
+    assert [c["type"] for c in v7[-3:]] == ["text-end", "finish-step", "finish"]
+    assert v7[-1]["finishReason"] == "interrupted" and v7[-1]["messageMetadata"]["usage"]["totalTokens"] == 6
+    for version, reason in (("v5", None), ("v6", "error")):
+        older = await encode([*step(TextStart("t1"), TextDelta("t1", "Hal")), cut], version)
+        assert [c["type"] for c in older[-4:]] == ["text-end", "error", "finish-step", "finish"]
+        assert older[-1].get("finishReason") == reason and older[-1]["messageMetadata"]["usage"]["inputTokens"] == 5
 
 
 async def test_a_run_with_no_usage_reported_has_no_metadata() -> None:

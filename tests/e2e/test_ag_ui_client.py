@@ -118,6 +118,8 @@ def test_a_frontend_tool_call_ends_the_run_and_its_result_comes_back_next_run(ur
     assert types(first)[-4:] == ["TOOL_CALL_ARGS", "TOOL_CALL_END", "STEP_FINISHED", "RUN_FINISHED"]
     (call,) = first["messages"][-1]["toolCalls"]
     assert (call["function"]["name"], call["function"]["arguments"]) == ("get_time", '{"zone": "UTC"}')
+    # HttpAgent 1.0 declares its protocolVersion, so the ending names the call the run waits on
+    assert first["events"][-1]["outcome"] == {"type": "success", "pendingToolCallIds": [call["id"]]}
 
     result = {"id": "t1", "role": "tool", "toolCallId": call["id"], "content": "12:00"}
     second = run(url, [*first["messages"], result], tools=[tool])

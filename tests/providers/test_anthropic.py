@@ -278,4 +278,4 @@ async def test_a_stream_cut_before_message_stop_fails() -> None:
     )
     async with FakeUpstream(reply) as fake:
         events = await run_events("anthropic", fake.url, HELLO)
-    assert events[-1] == RunFailed("The model stream ended early.", code="model_error")
+    assert events[-1] == RunFailed("The model stream ended early.", code="model_error", interrupted=True)

@@ -97,7 +97,7 @@ async def test_a_failure_after_the_first_token_is_never_retried() -> None:
         events = await run_events_with("openai", fake.url, retries=3)
     assert len(fake.requests) == 1
     assert [e.delta for e in events if isinstance(e, TextDelta)] == ["Hel"]
-    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error")
+    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error", interrupted=True)
 
 
 async def test_an_upstream_silent_before_its_first_token_times_out() -> None:

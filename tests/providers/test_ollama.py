@@ -139,7 +139,7 @@ async def test_an_error_line_mid_stream_fails_the_run() -> None:
 async def test_a_stream_without_its_done_line_fails() -> None:
     async with FakeUpstream(reply(line("Hi"))) as fake:
         events = await run_events("ollama", fake.url, HELLO)
-    assert events[-1] == RunFailed("The model stream ended early.", code="model_error")
+    assert events[-1] == RunFailed("The model stream ended early.", code="model_error", interrupted=True)
 
 
 async def test_an_unknown_model_404_is_a_short_rejection() -> None:

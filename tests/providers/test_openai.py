@@ -273,13 +273,13 @@ async def test_an_error_object_mid_stream_fails_the_run_without_leaking_it() -> 
 async def test_a_stream_that_stops_before_finishing_fails() -> None:
     async with FakeUpstream(answer(openai_chunk({"content": "partial"}))) as fake:
         events = await run_events("openai", fake.url, HELLO)
-    assert events[-1] == RunFailed("The model stream ended early.", code="model_error")
+    assert events[-1] == RunFailed("The model stream ended early.", code="model_error", interrupted=True)
 
 
 async def test_a_chunk_that_is_not_json_fails_the_run() -> None:
     async with FakeUpstream(answer(openai_chunk({"content": "a"}), b"data: {not json\n\n")) as fake:
         events = await run_events("openai", fake.url, HELLO)
-    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error")
+    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error", interrupted=True)
 
 
 async def test_files_take_the_form_the_api_has_for_them() -> None:

@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from chatgate.config import AgentConfig
 from chatgate.errors import ProviderError
 from chatgate.events import ModelFinished, RunEvent, RunFailed, RunFinished, StepFinished, StepStarted, TextDelta
-from chatgate.history import SystemMessage, TextPart, UserMessage
+from chatgate.history import ActivityMessage, SystemMessage, TextPart, UserMessage
 from chatgate.providers import ModelRequest
 from chatgate.run.agents import Agent
 from chatgate.run.runner import SHUTTING_DOWN, run_agent
@@ -51,6 +51,14 @@ async def test_the_provider_receives_the_history_after_the_policy() -> None:
     assert request.settings == {"temperature": 0.2}
 
 
+async def test_a_frontends_activity_messages_never_reach_the_model() -> None:
+    provider = RecordingProvider([ModelFinished("stop")])
+    plan = ActivityMessage("plan", {"steps": ["secret-ui-state"]}, id="a1")
+    await collect(agent_with(provider, system_prompt="Be good."), RunInput(messages=(plan, *RUN.messages)))
+    (request,) = provider.requests
+    assert request.messages == (SystemMessage("Be good.", id="system"), UserMessage((TextPart("hi"),)))
+
+
 async def test_a_normal_run_is_one_step_then_run_finished() -> None:
     provider = RecordingProvider([TextDelta("m1", "x"), ModelFinished("length")])
     events = await collect(agent_with(provider), RUN)
@@ -79,7 +87,15 @@ async def test_an_unexpected_exception_becomes_a_generic_failure() -> None:
 
 async def test_a_stream_that_stops_without_finishing_is_a_failure() -> None:
     events = await collect(agent_with(RecordingProvider([TextDelta("m1", "x")])), RUN)
-    assert events[-1] == RunFailed("The model stream ended early.", code="model_error")
+    # interrupted: the upstream broke off, so what it said stands (a v7 useChat ends "interrupted")
+    assert events[-1] == RunFailed("The model stream ended early.", code="model_error", interrupted=True)
+
+
+async def test_an_upstream_that_breaks_off_before_saying_anything_is_a_plain_failure() -> None:
+    cut = ProviderError("cut at once", public_message="The model stream was interrupted.", kind="interrupted")
+    events = await collect(agent_with(RecordingProvider([cut])), RUN)
+    # nothing was said, so there is no partial answer to keep: the client gets the error itself
+    assert events[-1] == RunFailed("The model stream was interrupted.", code="model_error")
 
 
 class EndlessModel:

@@ -123,7 +123,9 @@ async def test_a_frontend_tool_call_ends_the_run_for_the_client_to_answer() -> N
     model = ScriptedModel(calls_tool("c1", "pick_color", "{}"))
     run_input = RunInput(messages=ASK.messages, tools=(ToolDefinition("pick_color"),))
     events = await run(agent(model), run_input)
-    assert events[-2:] == [StepFinished("model-call-1", "tool_calls"), RunFinished("tool_calls")]
+    # the run ends waiting on the client's call, and says which (AG-UI's pendingToolCallIds)
+    waiting = RunFinished("tool_calls", pending_tool_call_ids=("c1",))
+    assert events[-2:] == [StepFinished("model-call-1", "tool_calls"), waiting]
     assert not any(isinstance(e, ToolResult) for e in events)
 
 

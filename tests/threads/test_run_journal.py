@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chatgate.events import (
     ModelFinished,
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -38,14 +39,14 @@ EVENTS: list[RunEvent] = [
     ToolCallStart("c1", "lookup"),
     ToolCallDelta("c1", '{"q":'),
     ToolCallEnd("c1", '{"q": 1}', None),
-    Usage(3, 4),
+    Usage(3, 4, 1, 2, 1),
     ModelFinished("tool_calls"),
     StepFinished("model", "tool_calls"),
     ToolResult("c1", "found", False, {"rows": [1, 2]}),
     ToolApprovalRequested("c2", "delete", "token"),
     ToolDenied("c3", "no"),
-    RunFailed("boom", "model_error"),
-    RunFinished("stop", stopped=True),
+    RunFailed("boom", "model_error", (ModelUsage("up", "m", 3, 4),), interrupted=True),
+    RunFinished("stop", stopped=True, usage=(ModelUsage("up", "m", 3, 4, 1, 2, 1),), pending_tool_call_ids=("c9",)),
 ]
 
 
@@ -66,3 +67,6 @@ def test_a_journal_folds_into_the_turn_the_producer_saves() -> None:
     assert turn[0].text == 'line one\nline "two" \u2028 é' and [c.name for c in turn[0].tool_calls] == ["lookup"]
     assert isinstance(turn[1], ToolMessage) and turn[1].content == "found"
     assert fold_journal([*lines, encode_event(RunFinished("stop"))])[1] == "complete"
+    # An upstream that broke off leaves what it said as partial, like a cut-off run; another failure is an error.
+    assert fold_journal([*lines, encode_event(RunFailed("x", "model_error", interrupted=True))])[1] == "partial"
+    assert fold_journal([*lines, encode_event(RunFailed("x", "model_error"))])[1] == "error"

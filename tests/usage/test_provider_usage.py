@@ -26,7 +26,7 @@ async def test_openai_details_are_kept_and_a_stream_without_usage_reports_none()
     assert await _usage("openai", answer(usage=None)) == []
 
 
-async def test_anthropic_cache_reads_are_cached_input_tokens() -> None:
+async def test_anthropic_cache_reads_and_writes_are_cached_and_cache_write_input_tokens() -> None:
     usage = {"input_tokens": 5, "cache_read_input_tokens": 90, "cache_creation_input_tokens": 5}
     reply = Reply(
         [
@@ -38,7 +38,8 @@ async def test_anthropic_cache_reads_are_cached_input_tokens() -> None:
             anthropic_event("message_stop"),
         ]
     )
-    assert await _usage("anthropic", reply) == [Usage(100, 3, cached_input_tokens=90)]
+    # input_tokens counts every prompt token (AG-UI's accounting): the cache's reads and writes are parts of it
+    assert await _usage("anthropic", reply) == [Usage(100, 3, cached_input_tokens=90, cache_write_input_tokens=5)]
 
 
 async def test_an_ollama_answer_without_counts_reports_none() -> None:

@@ -67,6 +67,8 @@ def test_each_run_is_recorded_once_priced_and_shown_to_whom_it_belongs(serve: Se
             "reasoningTokens": 5,
             "cachedInputTokens": 40,
         },
+        "model": "model-x",
+        "provider": "up",
         "costUsd": pytest.approx(COST),
     }
 
