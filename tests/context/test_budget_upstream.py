@@ -47,7 +47,7 @@ async def talk(agent: Agent, turns: int, thread: str = "t1") -> list[Message]:
     for n in range(1, turns + 1):
         history.append(user(n))
         events = await collect(run_agent(agent, RunInput(tuple(history), thread_id=thread, run_id=f"r{n}")))
-        assert events[-1] == RunFinished("stop"), (n, events[-1])
+        assert _answered(events[-1]), (n, events[-1])
         text = "".join(event.delta for event in events if isinstance(event, TextDelta))
         history.append(AssistantMessage((TextPart(text),), id=f"a{n}"))
     return history
@@ -91,7 +91,7 @@ async def test_a_refusal_despite_the_count_trims_further_and_retries_once() -> N
     async with SmallModel(n_ctx=700) as fake, agent_on(fake, window=1024) as agent:
         history = tuple(message for n in range(1, 8) for message in (user(n), AssistantMessage((TextPart("ok"),))))
         events = await collect(run_agent(agent, RunInput(history[:-1], thread_id="t")))
-    assert events[-1] == RunFinished("stop")
+    assert _answered(events[-1])
     assert fake.refused == 1 and len(fake.chats) == 2
     assert len(fake.chats[1].body["messages"]) < len(fake.chats[0].body["messages"])
     assert texts(fake.chats[1].body)[-1].startswith("Turn 7.")
@@ -118,7 +118,7 @@ async def test_runs_starting_together_wait_for_one_answer_from_props() -> None:
         history = tuple(message for n in range(1, 15) for message in (user(n), AssistantMessage((TextPart("ok"),))))
         runs = [collect(run_agent(agent, RunInput(history[:-1], thread_id=f"t{n}"))) for n in range(3)]
         ended = [events[-1] for events in await asyncio.gather(*runs)]
-    assert ended == [RunFinished("stop")] * 3
+    assert len(ended) == 3 and all(_answered(event) for event in ended)
     assert [request.path for request in fake.requests].count("/props") == 1
     # None of the three went without the window: with none, a refusal is not retried and the run fails.
     assert len(fake.chats) == 3 + fake.refused
@@ -131,3 +131,8 @@ async def test_summarize_on_a_stateless_agent_leaves_turns_out_as_drop_oldest() 
     assert agent.summary_model is not None and len(fake.chats) == 14 + fake.refused  # no summary call
     assert all(request.body["messages"][0]["content"] == PROMPT for request in fake.chats)
     assert not any(text.startswith("Turn 1.") for text in texts(fake.chats[-1].body))
+
+
+def _answered(event: object) -> bool:
+    """A run that ended with the model's own stop (whatever usage it reports)."""
+    return isinstance(event, RunFinished) and event.reason == "stop"
