@@ -1,7 +1,8 @@
 """The app's own CPU per streamed event, in process: chatgate's ASGI app driven directly, no socket.
 
     .venv/bin/python bench/app_cpu.py [--model builtin|relay|canned] [--rounds 7] [--requests 200] [--pace-ms 0]
-        [--setup "thread+keys+Redis"] [--tokens 200] [--leak-guard off|redact|stop] [--reply prose|words]
+        [--setup "thread+keys+Redis"] [--against stateless|SETUP] [--tokens 200] [--leak-guard off|redact|stop]
+        [--reply prose|words]
 
 The socket benchmarks (stream_cpu.py, relay_cpu.py) count uvicorn and the kernel too, and their noise
 (about ±10% a round on a shared machine) hides a change of a few percent. Here the benchmark calls the
@@ -28,6 +29,9 @@ upstream's ``wordNNN `` tokens instead (as in ``./bench/run``): an answer that s
 prompt, so no run is ever open.
 ``--setup`` names one of ``setups.py``'s setups (keys and limits, a stored thread on
 SQLite or PostgreSQL, Redis), started as ``compare.py`` starts it; the default is the stateless agent.
+``--against`` serves a second setup in the same process (its routes end in ``~``: ``AG-UI~``), batches of
+both alternating, and prints each route's µs/request against it: a capability's ratio in one run
+(``--setup traced --against stateless``, ``--setup "person+usage+budget+Redis" --against keys+Redis``).
 The AG-UI and useChat batches alternate; the median per route is reported. A benchmark,
 not a test. To compare two versions of the code, run the same command with each version's
 interpreter, alternating.
@@ -41,7 +45,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +64,8 @@ from chatgate.config import load_config
 from chatgate.web.app import create_app
 
 TOKENS = 200
+AGAINST = "~"
+"""The suffix of the routes of ``--against``'s setup."""
 
 PROSE_TEXT = (
     "Thanks for your message! The tent you ordered can be returned if it is unused and still in the box. "
@@ -86,14 +92,18 @@ async def request(app: Any, path: str, body: bytes, headers: dict[str, str]) -> 
     return events
 
 
-async def measure(
-    app: Any, routes: dict[str, tuple[str, bytes]], headers: dict[str, str], args: argparse.Namespace
-) -> None:
+Route = tuple[Any, str, bytes, dict[str, str]]
+"""An app, the path and body of its request, and the headers it carries."""
+
+
+async def measure(routes: dict[str, Route], args: argparse.Namespace) -> None:
     """Warm up, then alternate batches of each route for ``args.rounds`` rounds; print the medians."""
     per_event: dict[str, list[float]] = {name: [] for name in routes}
     per_request: dict[str, list[float]] = {name: [] for name in routes}
-    async with app.router.lifespan_context(app):
-        for name, (path, body) in routes.items():
+    async with AsyncExitStack() as stack:
+        for app in {id(route[0]): route[0] for route in routes.values()}.values():
+            await stack.enter_async_context(app.router.lifespan_context(app))
+        for name, (app, path, body, headers) in routes.items():
             events = await request(app, path, body, headers)
             least = args.tokens // 2 if args.leak_guard else args.tokens  # the guard merges held words
             assert events > least, f"{name}: {events} events; the reply did not come through whole"
@@ -103,7 +113,7 @@ async def measure(
             names = list(routes)
             names = names[number % len(names) :] + names[: number % len(names)]
             for name in names:
-                path, body = routes[name]
+                app, path, body, headers = routes[name]
                 before = time.process_time()
                 events = 0
                 for _ in range(args.requests):
@@ -119,6 +129,12 @@ async def measure(
             f"{name:<10} {median:17.3f}   ({min(values):.3f}, {max(values):.3f})"
             f"   {statistics.median(per_request[name]):10.0f}"
         )
+    if args.against is not None:  # each route of --setup against the same route of --against, per request
+        print(f"\n{args.setup or 'stateless'} against {args.against}, µs/request:")
+        for name in [n for n in routes if not n.endswith(AGAINST)]:
+            base = statistics.median(per_request[name + AGAINST])
+            tested = statistics.median(per_request[name])
+            print(f"{name:<10} {base:8.0f} -> {tested:8.0f}   ({tested / base:.3f}x)")
 
 
 def use_canned_upstream(tokens: int, words: list[str] | None = None) -> None:
@@ -174,29 +190,39 @@ def main() -> None:
     parser.add_argument("--leak-guard", choices=["off", "redact", "stop"], help="canned: a long prompt, this mode")
     parser.add_argument("--reply", choices=["prose", "words"], default="prose", help="--leak-guard: the answer")
     parser.add_argument("--setup", choices=[s.label for s in SETUPS if s.label], help="setups.py's setup")
+    parser.add_argument(
+        "--against",
+        choices=["stateless", *[s.label for s in SETUPS if s.label]],
+        help="also serve this setup (routes ending in ~), batches alternating, and print the ratios",
+    )
     args = parser.parse_args()
     if (args.tokens != TOKENS or args.leak_guard) and args.model != "canned":
         parser.error("--tokens and --leak-guard are for --model canned")
+    if args.against is not None and args.leak_guard:
+        parser.error("--against is not for --leak-guard (which compares two agents itself)")
     setup = next((s for s in SETUPS if s.label == args.setup), STATELESS)
     services = Services()
     try:
         with config_for(args) as (config_file, text):
-            config_file.write_text(
-                setup_config(config_file.read_text(), setup, services, config_file.with_suffix(".sqlite"))
-            )
-            routes = {
-                "AG-UI": ("/ag-ui", setup_ag_ui_body(text, setup.thread) if setup.thread else ag_ui_body(text)),
-                "useChat": ("/api/chat", use_chat_body(text, setup.thread) if setup.thread else vercel_ai_body(text)),
-            }
-            if args.leak_guard:  # each protocol on both agents, batches alternating
-                routes = {
-                    "AG-UI": routes["AG-UI"],
-                    "AG-UI+g": ("/agents/guarded/ag-ui", routes["AG-UI"][1]),
-                    "useChat": routes["useChat"],
-                    "useChat+g": ("/agents/guarded/chat", routes["useChat"][1]),
-                }
-            app = create_app(load_config(config_file))
-            uvloop.run(measure(app, routes, setup.headers(), args))
+            base = config_file.read_text()
+            routes: dict[str, Route] = {}
+            tested = [(setup, "")]
+            if args.against is not None:
+                tested.append((next((s for s in SETUPS if s.label == args.against), STATELESS), AGAINST))
+            for number, (each, suffix) in enumerate(tested):
+                file = config_file.with_name(f"setup{number}.toml")
+                file.write_text(setup_config(base, each, services, config_file.with_name(f"setup{number}.sqlite")))
+                app = create_app(load_config(file))
+                headers = each.headers()
+                ag_ui = setup_ag_ui_body(text, each.thread) if each.thread else ag_ui_body(text)
+                use_chat = use_chat_body(text, each.thread) if each.thread else vercel_ai_body(text)
+                routes[f"AG-UI{suffix}"] = (app, "/ag-ui", ag_ui, headers)
+                if args.leak_guard:  # each protocol on both agents, batches alternating
+                    routes["AG-UI+g"] = (app, "/agents/guarded/ag-ui", ag_ui, headers)
+                routes[f"useChat{suffix}"] = (app, "/api/chat", use_chat, headers)
+                if args.leak_guard:
+                    routes["useChat+g"] = (app, "/agents/guarded/chat", use_chat, headers)
+            uvloop.run(measure(routes, args))
     finally:
         services.close()
 

@@ -61,7 +61,7 @@ PEERS_PYTHON = BENCH_DIR / ".venv-peers" / "bin" / "python"
 NODE_SERVER = BENCH_DIR / "node" / "server.mjs"
 AG_UI_MARKER = "TEXT_MESSAGE_CONTENT"
 UI_STREAM_MARKER = '"text-delta"'
-NAME_WIDTH = 38
+NAME_WIDTH = 46
 PEER_SERVERS = frozenset({"pydantic-ai", "ai-sdk"})
 
 

@@ -15,6 +15,9 @@ The same agent (builtin:echo, or relaying the fake upstream) five ways:
   key's) instead of a key; every request carries the same access token, signed by the real OpenID
   provider of the tests (tests/oidc, started on first use and stopped at exit), so the first request
   fetches the JWKS and verifies it and the rest find it in the cache. Compare it with "keys+limits".
+- a person with a token, usage recorded and a per-person budget (``[auth.jwt.budget]``), on Redis: the
+  token setup with ``redis_url`` and the budget (as the key's, never reached). Issue 24's bound compares
+  it with the same agent with a static key on Redis ("keys+Redis").
 - stateless with keys, limits and Redis, without and with budgets on the key (``tokens_per_day`` and
   ``usd_per_day``, far above what the benchmark spends): each model call is checked against the budget
   and its spend counted in Redis (app/usage/); usage is recorded in every setup.
@@ -99,6 +102,7 @@ SETUPS = (
     Setup("token+limits", "chatgate-token", token=True),
     Setup("keys+Redis", "chatgate-keys-redis", keys=True, redis=True),
     Setup("keys+Redis+budget", "chatgate-budget", keys=True, redis=True, budget=True),
+    Setup("person+usage+budget+Redis", "chatgate-person-budget", token=True, redis=True, budget=True),
     Setup("traced", "chatgate-traced", traced=True),
 )
 
@@ -216,6 +220,8 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         server |= {**REQUEST_LIMITS, "cors_origins": [ORIGIN]}
         person = {"issuer": bench_issuer().issuer, "audience": "chatgate"}
         tables.append(toml_table("auth.jwt", {**person, "rpm": KEY_RPM, "max_concurrent_streams": KEY_MAX_STREAMS}))
+        if setup.budget:  # per person, as the key's: checked on every call, never reached
+            tables.append(toml_table("auth.jwt.budget", {"tokens_per_day": 10**12, "usd_per_day": 1_000_000.0}))
     if setup.redis:
         server["redis_url"] = services.redis_url()
     if server:

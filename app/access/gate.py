@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chatgate.access.keys import KeyRing
-from chatgate.access.limits import Limits, MemoryLimits, StreamSlot
+from chatgate.access.limits import AdmissionCheck, Limits, MemoryLimits, StreamSlot
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
@@ -161,7 +161,11 @@ def resolve_agent(registry: AgentRegistry, name: str | None, caller: Caller) -> 
 
 
 async def hold_stream_slot(
-    request: Request, start: Callable[[], Awaitable[ASGIApp]], *, follows: asyncio.Future[Any] | None = None
+    request: Request,
+    start: Callable[[], Awaitable[ASGIApp]],
+    *,
+    follows: asyncio.Future[Any] | None = None,
+    check: AdmissionCheck | None = None,
 ) -> ASGIApp:
     """The response ``start`` makes, holding one of the caller's stream slots until it ends.
 
@@ -175,21 +179,25 @@ async def hold_stream_slot(
     is still being called. A stream that ``follows`` such a run (a resume) once the run outlived its
     own stream, holding one of the same key's slots in this process, rides on that slot: following its
     own run after a hang-up costs a key no second slot.
+
+    ``check`` (a run's budgets) is made before the slot is taken, and its refusal wins; with both in
+    Redis, it is read by the script that takes the slot, in the same round trip.
     """
     refuse_when_draining(request)  # a process shutting down starts no stream (app/drain/)
     state = request.app.state
     access = _access(state)
     limits = access.limits_of(state.agents.config, caller_of(request))
     most = limits[2] if limits is not None else None
-    if limits is None or most is None:
-        return await start()
-    held_by = limits[0]
-    if follows is not None and _runs_holding.get(follows) == held_by:
+    held_by = limits[0] if limits is not None else ""
+    if limits is None or most is None or (follows is not None and _runs_holding.get(follows) == held_by):
+        if check is not None:
+            await check.precheck()
         return await start()
     try:
-        slot = await access.limits(state).open_stream(held_by, most)
+        slot = await access.limits(state).open_stream(held_by, most, check)
     except RequestError as refused:
-        _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
+        if refused.code == "too_many_streams":  # not the check's refusal (a spent budget is no rate limit)
+            _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
         raise
     try:
         response = await start()

@@ -13,11 +13,20 @@ import asyncio
 import math
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Protocol
 
 from chatgate.errors import RequestError
 
-__all__ = ["WINDOW_SECONDS", "Limits", "MemoryLimits", "StreamSlot", "rate_limited", "too_many_streams"]
+__all__ = [
+    "WINDOW_SECONDS",
+    "AdmissionCheck",
+    "Limits",
+    "MemoryLimits",
+    "StreamSlot",
+    "rate_limited",
+    "too_many_streams",
+]
 
 WINDOW_SECONDS = 60.0
 
@@ -38,14 +47,37 @@ class StreamSlot(Protocol):
         """Give the slot back."""
 
 
+class AdmissionCheck(Protocol):
+    """A check a stream makes when it is admitted, before its slot is taken (a run's budgets, app/usage/).
+
+    When it reads Redis and the slots live there too, its keys are read by the script that takes the
+    slot: one round trip for both. Its refusal comes first, as if it had run on its own before the slot.
+    """
+
+    def admission_keys(self) -> Sequence[str] | None:
+        """The Redis keys the check reads, or None when it reads no Redis (then ``precheck`` runs alone)."""
+
+    async def precheck(self) -> None:
+        """The check on its own; raises its refusal."""
+
+    def precheck_read(self, values: Sequence[bytes | str | None]) -> None:
+        """The check from the values of ``admission_keys``, read with the slot; raises its refusal."""
+
+    def precheck_failed(self, error: Exception) -> None:
+        """Redis did not answer that read: raise the refusal, or return to let the request through unchecked."""
+
+
 class Limits(Protocol):
     """Where per-key counts live."""
 
     async def admit(self, key_id: str, rpm: int) -> None:
         """Count one request of ``key_id``, or raise 429 ``rate_limited`` when ``rpm`` are already in the window."""
 
-    async def open_stream(self, key_id: str, most: int) -> StreamSlot:
-        """Hold one of ``key_id``'s ``most`` stream slots, or raise 429 ``too_many_streams``."""
+    async def open_stream(self, key_id: str, most: int, check: AdmissionCheck | None = None) -> StreamSlot:
+        """Hold one of ``key_id``'s ``most`` stream slots, or raise 429 ``too_many_streams``.
+
+        ``check``, if any, is made first: its refusal wins, and no slot is then held.
+        """
 
 
 def _who(limits_id: str) -> str:
@@ -112,8 +144,10 @@ class MemoryLimits:
             raise rate_limited(key_id, rpm, admitted[-rpm] + WINDOW_SECONDS - now)
         admitted.append(now)
 
-    async def open_stream(self, key_id: str, most: int) -> StreamSlot:
+    async def open_stream(self, key_id: str, most: int, check: AdmissionCheck | None = None) -> StreamSlot:
         """See ``Limits.open_stream``."""
+        if check is not None:
+            await check.precheck()
         if self._streams.get(key_id, 0) >= most:
             raise too_many_streams(key_id, most)
         self._streams[key_id] = self._streams.get(key_id, 0) + 1

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from chatgate.access.limits import WINDOW_SECONDS, StreamSlot, rate_limited, too_many_streams
+from chatgate.access.limits import WINDOW_SECONDS, AdmissionCheck, StreamSlot, rate_limited, too_many_streams
 from chatgate.errors import RequestError
 
 __all__ = ["SLOT_REFRESH_SECONDS", "SLOT_TTL_SECONDS", "RedisLimits"]
@@ -53,17 +53,26 @@ return -1
 """
 )
 
-# KEYS[1]: open slots scored by expiry. ARGV: most, ttl ms, the slot's member. Returns 1 when held.
+# KEYS[1]: open slots scored by expiry; KEYS[2..]: what an admission check reads (a run's budget counters).
+# ARGV: most, ttl ms, the slot's member. Returns 1 when held, else 0; with keys to read, {held, their values}.
 _OPEN_STREAM = (
     _NOW_MS
     + """
+local held = 0
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
-  return 0
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+  held = 1
 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return 1
+if #KEYS == 1 then
+  return held
+end
+local values = {}
+for i = 2, #KEYS do
+  values[i - 1] = redis.call('GET', KEYS[i])
+end
+return {held, values}
 """
 )
 
@@ -142,17 +151,31 @@ class RedisLimits:
         if wait_ms >= 0:
             raise rate_limited(key_id, rpm, wait_ms / 1000)
 
-    async def open_stream(self, key_id: str, most: int) -> StreamSlot:
-        """See ``Limits.open_stream``."""
+    async def open_stream(self, key_id: str, most: int, check: AdmissionCheck | None = None) -> StreamSlot:
+        """See ``Limits.open_stream``; a check that reads Redis is read by the same script (one round trip)."""
+        reads = list(check.admission_keys() or ()) if check is not None else []
+        if check is not None and not reads:
+            await check.precheck()
         key, member = f"chatgate:streams:{key_id}", uuid.uuid4().hex
         try:
-            held = int(await self._open_stream(keys=[key], args=[most, SLOT_TTL_SECONDS * 1000, member]))
+            answer = await self._open_stream(keys=[key, *reads], args=[most, SLOT_TTL_SECONDS * 1000, member])
         except _FAILURES as exc:
+            if check is not None and reads:
+                check.precheck_failed(exc)
             self._unavailable(exc)
             return _UncountedSlot()
+        held = int(answer[0] if reads else answer)
+        slot = _RedisSlot(self._client, key, member)
+        if check is not None and reads:
+            try:
+                check.precheck_read(answer[1])
+            except BaseException:
+                if held:  # refused by the check: the slot it took in passing goes back
+                    await slot.release()
+                raise
         if not held:
             raise too_many_streams(key_id, most)
-        return _RedisSlot(self._client, key, member)
+        return slot
 
     def _unavailable(self, exc: BaseException) -> None:
         logger.warning("Redis did not answer a limit check (%s); redis_failure = %s", type(exc).__name__, self._failure)

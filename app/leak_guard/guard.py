@@ -3,8 +3,9 @@
 ``start_guard`` looks at the model request a run is about to send: the system text the model receives
 (every system message: the rendered prompt, a thread's own system message, the instructions) is what is
 guarded, plus, with ``canary = true``, a random marker added to it with an instruction never to repeat
-it. ``LeakGuard.watch`` wraps each model call's event stream: text, reasoning and tool call arguments
-each go through their own ``StreamWatch`` (app/leak_guard/matcher.py); other events pass untouched. In
+it. The runner hands ``LeakGuard.filter`` each model event (``watch`` does the same around an event
+stream): text, reasoning and tool call arguments each go through their own ``StreamWatch``
+(app/leak_guard/matcher.py); other events pass untouched. In
 ``redact`` mode a leak becomes ``[redacted]``; in ``stop`` mode what preceded it is released and
 ``PromptLeak`` ends the run (the runner turns it into ``RunFailed(code="prompt_leak")``).
 
@@ -111,7 +112,31 @@ _Kind: TypeAlias = Literal["text", "reasoning", "tool call"]
 
 
 class LeakGuard:
-    """Watches every model call of one run; ``watch`` wraps a call's events."""
+    """Watches every model call of one run.
+
+    The runner calls ``filter`` on each model event (a plain call, not a generator between the provider
+    and the runner: every token passes here). It returns the event to pass on (the same object when
+    nothing is held back or changed), or None; deltas released before it (the rest of a stream that
+    ends) wait in ``released`` for ``take_released``. On a failure of the model call, ``flush`` releases
+    what is held. ``watch`` does all of that around an event stream.
+    """
+
+    __slots__ = (
+        "_agent",
+        "_calls",
+        "_canary",
+        "_guarded",
+        "_metrics",
+        "_mode",
+        "_reasonings",
+        "_redact",
+        "_run_id",
+        "_text",
+        "_text_id",
+        "_texts",
+        "leaks",
+        "released",
+    )
 
     def __init__(
         self,
@@ -131,72 +156,116 @@ class LeakGuard:
         self._run_id = run_id
         self._metrics = metrics
         self.leaks = 0
+        # One model call's open streams; a call's end (``ModelFinished``, ``flush``) empties them.
+        self._texts: dict[str, StreamWatch] = {}
+        self._reasonings: dict[str, StreamWatch] = {}
+        self._calls: dict[str, StreamWatch] = {}
+        self._text_id = ""  # the text span of the last delta, and its watch: the next delta is nearly always its
+        self._text: StreamWatch | None = None
+        self.released: list[RunEvent] = []
+
+    def filter(self, event: RunEvent) -> RunEvent | None:
+        """``event`` as it may be shown (None: all of it held back); raises ``PromptLeak`` in ``stop`` mode.
+
+        Deltas to send before the returned event are left in ``released``, also when it raises (the text
+        before the leak).
+        """
+        if type(event) is TextDelta:  # nearly every event
+            watch = self._text
+            if watch is None or event.id != self._text_id:
+                watch = self._texts.get(event.id) or self._texts.setdefault(event.id, self._stream())
+                self._text_id, self._text = event.id, watch
+            delta = event.delta
+            shown = watch.feed(delta)
+            if shown is delta and not watch.leaks:  # the usual token: shown as it came
+                return event
+            out: RunEvent | None = (event if shown is delta else TextDelta(event.id, shown)) if shown else None
+            return self._after_leak(watch, "text", out) if watch.leaks else out
+        if isinstance(event, ReasoningDelta):
+            watch = self._reasonings.get(event.id) or self._reasonings.setdefault(event.id, self._stream())
+            shown = watch.feed(event.delta)
+            out = (event if shown is event.delta else ReasoningDelta(event.id, shown)) if shown else None
+            return self._after_leak(watch, "reasoning", out) if watch.leaks else out
+        if isinstance(event, ToolCallDelta):
+            calls = self._calls
+            watch = calls.get(event.tool_call_id) or calls.setdefault(event.tool_call_id, self._stream(json=True))
+            shown = watch.feed(event.delta)
+            out = (event if shown is event.delta else ToolCallDelta(event.tool_call_id, shown)) if shown else None
+            return self._after_leak(watch, "tool call", out) if watch.leaks else out
+        if isinstance(event, TextEnd):
+            self._text = None
+            rest = self._finish(self._texts.pop(event.id, None), "text")
+            if rest:
+                self.released.append(TextDelta(event.id, rest))
+            return event
+        if isinstance(event, ReasoningEnd):
+            rest = self._finish(self._reasonings.pop(event.id, None), "reasoning")
+            if rest:
+                self.released.append(ReasoningDelta(event.id, rest))
+            return event
+        if isinstance(event, ToolCallEnd):
+            streamed = self._calls.pop(event.tool_call_id, None)
+            rest = self._finish(streamed, "tool call")
+            if rest:
+                self.released.append(ToolCallDelta(event.tool_call_id, rest))
+            return self._whole_arguments(event, counted=streamed is not None and bool(streamed.leaks))
+        if isinstance(event, ModelFinished):
+            self.released += self.flush()
+            return event
+        return event
+
+    def _after_leak(self, watch: StreamWatch, kind: _Kind, out: RunEvent | None) -> RunEvent | None:
+        """A stream that leaked: a new leak counted and logged, the text before it released first.
+
+        ``stop`` then raises ``PromptLeak``; the part before the leak still goes out, from ``released``.
+        """
+        if len(watch.leaks) > watch.reported:
+            if out is not None:
+                self.released.append(out)
+                out = None
+            self._report(watch, kind)
+        return out
+
+    def take_released(self) -> list[RunEvent]:
+        """The deltas ``filter`` released before its last event, in order (and forgets them)."""
+        released, self.released = self.released, []
+        return released
+
+    def flush(self) -> list[RunEvent]:
+        """Release what every open stream holds (the model call ended without closing them, or failed)."""
+        self._text = None
+        deltas: list[RunEvent] = []
+        for text_id, watch in self._texts.items():
+            if rest := self._finish(watch, "text"):
+                deltas.append(TextDelta(text_id, rest))
+        for reasoning_id, watch in self._reasonings.items():
+            if rest := self._finish(watch, "reasoning"):
+                deltas.append(ReasoningDelta(reasoning_id, rest))
+        for call_id, watch in self._calls.items():
+            if rest := self._finish(watch, "tool call"):
+                deltas.append(ToolCallDelta(call_id, rest))
+        self._texts.clear()
+        self._reasonings.clear()
+        self._calls.clear()
+        return deltas
 
     async def watch(self, events: AsyncIterator[RunEvent]) -> AsyncIterator[RunEvent]:
         """``events`` with every leak redacted, or ending in ``PromptLeak`` at the first one (``stop``)."""
-        texts: dict[str, StreamWatch] = {}
-        reasonings: dict[str, StreamWatch] = {}
-        calls: dict[str, StreamWatch] = {}
-        text_id = ""  # the text span of the last delta, and its watch: the next delta is nearly always its
-        text = None
         async with aclosing(events):  # type: ignore[type-var]
             try:
                 async for event in events:
-                    if type(event) is TextDelta:  # nearly every event
-                        if event.id == text_id and text is not None:
-                            watch = text
-                        else:
-                            watch = texts.get(event.id) or texts.setdefault(event.id, self._stream())
-                            text_id, text = event.id, watch
-                        shown = watch.feed(event.delta)
-                        if shown:
-                            yield event if shown is event.delta else TextDelta(event.id, shown)
-                        if watch.leaks:
-                            self._check(watch, "text")
-                    elif isinstance(event, ReasoningDelta):
-                        watch = reasonings.get(event.id) or reasonings.setdefault(event.id, self._stream())
-                        shown = watch.feed(event.delta)
-                        if shown:
-                            yield event if shown is event.delta else ReasoningDelta(event.id, shown)
-                        if watch.leaks:
-                            self._check(watch, "reasoning")
-                    elif isinstance(event, ToolCallDelta):
-                        watch = calls.get(event.tool_call_id) or calls.setdefault(
-                            event.tool_call_id, self._stream(json=True)
-                        )
-                        shown = watch.feed(event.delta)
-                        if shown:
-                            yield event if shown is event.delta else ToolCallDelta(event.tool_call_id, shown)
-                        if watch.leaks:
-                            self._check(watch, "tool call")
-                    elif isinstance(event, TextEnd):
-                        text = None
-                        rest = self._finish(texts.pop(event.id, None), "text")
-                        if rest:
-                            yield TextDelta(event.id, rest)
-                        yield event
-                    elif isinstance(event, ReasoningEnd):
-                        rest = self._finish(reasonings.pop(event.id, None), "reasoning")
-                        if rest:
-                            yield ReasoningDelta(event.id, rest)
-                        yield event
-                    elif isinstance(event, ToolCallEnd):
-                        streamed = calls.pop(event.tool_call_id, None)
-                        rest = self._finish(streamed, "tool call")
-                        if rest:
-                            yield ToolCallDelta(event.tool_call_id, rest)
-                        yield self._whole_arguments(event, counted=streamed is not None and bool(streamed.leaks))
-                    elif isinstance(event, ModelFinished):
-                        text = None
-                        for delta in self._flush(texts, reasonings, calls):
+                    shown = self.filter(event)
+                    if self.released:
+                        for delta in self.take_released():
                             yield delta
-                        yield event
-                    else:
-                        yield event
+                    if shown is not None:
+                        yield shown
             except Exception as exc:
                 if isinstance(exc, PromptLeak):
+                    for delta in self.take_released():  # the text before the leak
+                        yield delta
                     raise
-                for delta in self._flush(texts, reasonings, calls):  # what was held is not lost on a failure
+                for delta in self.flush():  # what was held is not lost on a failure
                     yield delta
                 raise
 
@@ -213,25 +282,6 @@ class LeakGuard:
         rest = watch.finish()
         self._check(watch, kind)
         return rest
-
-    def _flush(
-        self, texts: dict[str, StreamWatch], reasonings: dict[str, StreamWatch], calls: dict[str, StreamWatch]
-    ) -> list[RunEvent]:
-        """Release what every open stream holds (a model call ended without closing them)."""
-        deltas: list[RunEvent] = []
-        for text_id, watch in texts.items():
-            if rest := self._finish(watch, "text"):
-                deltas.append(TextDelta(text_id, rest))
-        for reasoning_id, watch in reasonings.items():
-            if rest := self._finish(watch, "reasoning"):
-                deltas.append(ReasoningDelta(reasoning_id, rest))
-        for call_id, watch in calls.items():
-            if rest := self._finish(watch, "tool call"):
-                deltas.append(ToolCallDelta(call_id, rest))
-        texts.clear()
-        reasonings.clear()
-        calls.clear()
-        return deltas
 
     def _whole_arguments(self, event: ToolCallEnd, *, counted: bool) -> ToolCallEnd:
         """The complete arguments a tool call ends with, guarded as one text (counted once per call)."""

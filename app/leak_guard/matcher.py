@@ -101,6 +101,9 @@ class GuardedText:
     """``may_start``'s answers, by raw unfinished word."""
     plans: dict[str, Plan] = field(default_factory=dict)
     """``plan``'s answers, by chunk of plain text."""
+    quiet_tails: dict[str, int] = field(default_factory=dict)
+    """The plain chunks that pass a quiet stream whole whatever came before (quiet, not glued to the word
+    before), by chunk: where their unfinished last word starts (-1: none). A quiet stream's one lookup."""
     json_plans: dict[str, Plan] = field(default_factory=dict)
     """``plan``'s answers, by chunk of JSON text."""
 
@@ -166,6 +169,8 @@ class GuardedText:
         plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
         if len(plans) < _PLANS:
             plans[delta] = plan
+            if quiet and not glued:
+                self.quiet_tails[delta] = tail
         return plan
 
 
@@ -235,6 +240,7 @@ class StreamWatch:
         "_plain",
         "_plans",
         "_quiet",
+        "_quiet_tails",
         "_redact",
         "_starts",
         "_state",
@@ -252,6 +258,7 @@ class StreamWatch:
         self._json = json
         self._token = JSON_TOKEN if json else WORD
         self._plans: dict[str, Plan] = {} if json else guarded.plans  # JSON looks its plan up after ``_uncut``
+        self._quiet_tails: dict[str, int] = {} if json else guarded.quiet_tails
         # Plain: text without a canary, no leak being swallowed, not stopped: the usual chunk goes the
         # short way. Quiet, besides: no run of the guarded text open and nothing held, so what a chunk
         # does depends on the chunk alone (``GuardedText.plan``).
@@ -278,6 +285,15 @@ class StreamWatch:
 
     def feed(self, delta: str) -> str:
         """Take ``delta``; return what may be shown now (``delta`` itself when nothing is held)."""
+        if self._quiet:  # the usual chunk of an answer that quotes nothing: one lookup, shown as it came
+            tail = self._quiet_tails.get(delta)
+            if tail is not None:
+                begin = self._end
+                self._end = self._emitted = begin + len(delta)
+                self._partial = begin + tail if tail >= 0 else -1
+                self._base = begin
+                self._pending = delta
+                return delta
         plan = self._plans.get(delta)
         if plan is None:
             if self._json:

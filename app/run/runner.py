@@ -259,8 +259,7 @@ async def run_agent(
                 if agent.files is not None:  # uploads' references become bytes in this call only
                     messages = await agent.files.inline(messages)
                 stream = agent.provider.stream(replace(request, messages=messages))
-                if guard is not None:
-                    stream = guard.watch(stream)
+                guard_filter = guard.filter if guard is not None else _unguarded  # looked up once, not per event
                 try:
                     async for event in stream:
                         if is_stopping():
@@ -268,6 +267,18 @@ async def run_agent(
                         if first_event_at is None:
                             first_event_at = time.perf_counter()
                             streamed = True
+                        if guard is not None:  # a plain call: a generator between would cost every token
+                            try:
+                                shown = guard_filter(event)
+                            finally:  # what it released before (the rest of a stream; a leak's prefix)
+                                if guard.released:
+                                    for delta in guard.take_released():
+                                        if transcript is not None:
+                                            transcript.feed(delta)
+                                        yield delta
+                            if shown is None:
+                                continue
+                            event = shown
                         if type(event) is ModelFinished:
                             reason, finished = event.reason, event
                             continue
@@ -281,6 +292,11 @@ async def run_agent(
                             transcript.feed(event)
                         yield event
                 except BaseException as exc:
+                    if guard is not None and isinstance(exc, Exception) and not isinstance(exc, _OWN_ENDINGS):
+                        for delta in guard.flush():  # the model call failed: what was held is not lost
+                            if transcript is not None:
+                                transcript.feed(delta)
+                            yield delta
                     failure = asyncio.CancelledError() if isinstance(exc, ServerStopping | PromptLeak) else exc
                     refused = limit is None and first_event_at is None and _may_trim_further(budget, view, exc)
                     if not refused:
@@ -524,6 +540,15 @@ class RunError(ChatgateError):
 
 class ServerStopping(ChatgateError):
     """The server is shutting down: the run ends now, in protocol."""
+
+
+def _unguarded(event: RunEvent) -> RunEvent | None:
+    """The filter of a run without a leak guard (never called: the runner checks for a guard first)."""
+    return event
+
+
+_OWN_ENDINGS = (ServerStopping, PromptLeak)
+"""Endings of a model call that are the run's own, not a failure of the call (the guard releases nothing)."""
 
 
 async def _settle_pending_calls(

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from chatgate.caller import Caller
@@ -86,7 +87,18 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 class RunTrace:
     """The ``invoke_agent`` span of one run, and the parent of its model call, tool and approval spans."""
 
-    __slots__ = ("_agent", "_context", "_ended", "_settled", "_tracer", "capture_content", "span", "trace_id")
+    __slots__ = (
+        "_agent",
+        "_attributes",
+        "_context",
+        "_ended",
+        "_recording",
+        "_settled",
+        "_tracer",
+        "capture_content",
+        "span",
+        "trace_id",
+    )
 
     def __init__(
         self,
@@ -122,10 +134,14 @@ class RunTrace:
         prompt = agent.prompt
         if prompt is not None:
             attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
-            attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
+            attributes["chatgate.prompt.version"] = _prompt_version(prompt.template)
         # A frontend's traceparent (W3C Trace Context) continues its trace.
         parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
-        self.span = _started(self._tracer, f"invoke_agent {agent.name}", parent, attributes, SpanKind.SERVER)
+        self.span = self._tracer.start_span(f"invoke_agent {agent.name}", context=parent, kind=SpanKind.SERVER)
+        self._attributes = attributes  # set on the span once, as it ends
+        # An unsampled run (sample_ratio, or a frontend's unsampled traceparent) records nothing: its
+        # children are not started at all, and no attributes are worked out for them.
+        self._recording = self.span.is_recording()
         self._context = trace.set_span_in_context(self.span, Context())
         self.trace_id = format(self.span.get_span_context().trace_id, "032x")
         request_trace = REQUEST_TRACE.get()
@@ -134,6 +150,8 @@ class RunTrace:
 
     def started(self, run_input: RunInput, request: ModelRequest, stripped: int) -> None:
         """The run's input is known: its thread, run id, the policy's stripped count, its messages if captured."""
+        if not self._recording:
+            return
         attributes: dict[str, Any] = {"chatgate.system_prompt.stripped": stripped}
         if run_input.thread_id:
             attributes["gen_ai.conversation.id"] = span_text(run_input.thread_id)
@@ -141,10 +159,12 @@ class RunTrace:
             attributes["chatgate.run.id"] = span_text(run_input.run_id)
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
-        self.span.set_attributes(attributes)
+        self._attributes.update(attributes)
 
     def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
         """The ``chat {model}`` span of one model call, started now."""
+        if not self._recording:
+            return ModelCallTrace(self.span, request.model, False, recording=False)
         config = self._agent.config
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -164,8 +184,8 @@ class RunTrace:
                 attributes[key] = value
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
-        span = _started(self._tracer, f"chat {request.model}", self._context, attributes, SpanKind.CLIENT)
-        return ModelCallTrace(span, request.model, self.capture_content)
+        span = self._tracer.start_span(f"chat {request.model}", context=self._context, kind=SpanKind.CLIENT)
+        return ModelCallTrace(span, request.model, self.capture_content, attributes)
 
     def approval_requested(self, call: ToolCallPart) -> None:
         """The run pauses for a human to approve ``call``: an event on the run's span."""
@@ -175,9 +195,11 @@ class RunTrace:
 
     def approval(self, call: ToolCallPart) -> ToolTrace:
         """The ``approval {tool}`` span: a client's answer claimed, then the tool run (a child) or denied."""
-        attributes = {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
-        span = _started(self._tracer, f"approval {call.name}", self._context, attributes)
-        return ToolTrace(span, False)
+        if not self._recording:
+            return ToolTrace(self.span, False, recording=False)
+        attributes: dict[str, Any] = {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
+        span = self._tracer.start_span(f"approval {call.name}", context=self._context)
+        return ToolTrace(span, False, attributes)
 
     def tool_call(
         self, call: ToolCallPart, within: ToolTrace | None = None, kind: Mapping[str, str] | None = None
@@ -187,6 +209,8 @@ class RunTrace:
         ``kind`` is what the tool says of itself (``Tool.trace_attributes``: its ``gen_ai.tool.type``, and an
         MCP tool's server); ``function`` when not given.
         """
+        if not self._recording:
+            return ToolTrace(self.span, False, recording=False)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
@@ -197,25 +221,24 @@ class RunTrace:
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = span_text(call.arguments)
         context = trace.set_span_in_context(within.span, Context()) if within is not None else self._context
-        span = _started(self._tracer, f"execute_tool {call.name}", context, attributes)
-        return ToolTrace(span, self.capture_content)
+        span = self._tracer.start_span(f"execute_tool {call.name}", context=context)
+        return ToolTrace(span, self.capture_content, attributes)
 
     def finished(self, reason: str) -> None:
         """The run ended normally with ``reason``."""
         self._settled = True
-        self.span.set_attribute("chatgate.run.finish_reason", reason)
+        self._attributes["chatgate.run.finish_reason"] = reason
 
     def failed(self, code: str, message: str) -> None:
         """The run ended with the protocol error ``code``/``message`` the client saw."""
         self._settled = True
-        span = self.span
-        span.set_attributes({"error.type": code, "chatgate.error.code": code, "chatgate.error.message": message})
-        span.set_status(Status(StatusCode.ERROR, message))
+        self._attributes.update({"error.type": code, "chatgate.error.code": code, "chatgate.error.message": message})
+        self.span.set_status(Status(StatusCode.ERROR, message))
 
     def refused(self, error: BaseException) -> None:
         """The request was refused (or failed) before its run started; ends the span."""
         if isinstance(error, RequestError):
-            self.span.set_attribute("http.response.status_code", error.status)
+            self._attributes["http.response.status_code"] = error.status
             self.failed(error.code, error.message)
         elif isinstance(error, Exception):
             self.failed("internal_error", "An internal error occurred.")
@@ -231,7 +254,7 @@ class RunTrace:
         if self._ended:
             return
         if not self._settled:
-            self.span.set_attributes({"error.type": "cancelled", "chatgate.run.finish_reason": "cancelled"})
+            self._attributes.update({"error.type": "cancelled", "chatgate.run.finish_reason": "cancelled"})
             self.span.set_status(Status(StatusCode.ERROR, "the run ended before it finished: cancelled"))
         self.end()
 
@@ -239,31 +262,48 @@ class RunTrace:
         """End the run's span (once)."""
         if not self._ended:
             self._ended = True
-            self.span.end()
+            _end(self.span, self._attributes)
 
 
-def _started(
-    tracer: Tracer, name: str, context: Context | None, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL
-) -> Span:
-    """A span started now with ``attributes``.
+def _end(span: Span, attributes: dict[str, Any]) -> None:
+    """End ``span`` with ``attributes``, set in one call.
 
-    They are set after the start, not passed to it: the SDK would clean every attribute twice (once for
-    the sampler, once for the span), and no sampler chatgate uses reads them.
+    Each span's attributes are gathered in a plain dict while it runs and handed to the SDK once, as it
+    ends: every SDK call takes a lock and cleans what it is given (a span's work in the SDK is about
+    half of tracing's cost on the event loop). Not passed to ``start_span`` either: the SDK would
+    clean them twice (for the sampler and for the span), and no sampler chatgate uses reads them.
+    Nothing reads a span's attributes before it ends; a span that never ends is never exported.
     """
-    span = tracer.start_span(name, context=context, kind=kind)
-    span.set_attributes(attributes)
-    return span
+    if attributes:
+        span.set_attributes(attributes)
+    span.end()
+
+
+@lru_cache(maxsize=256)
+def _prompt_version(template: str) -> str:
+    """A prompt's version: the start of its template's SHA-256 (worked out once per template, not per run)."""
+    return hashlib.sha256(template.encode()).hexdigest()[:12]
 
 
 class ModelCallTrace:
     """The ``chat {model}`` span of one model call."""
 
-    __slots__ = ("_model", "capture_content", "span")
+    __slots__ = ("_attributes", "_model", "_recording", "capture_content", "span")
 
-    def __init__(self, span: Span, model: str, capture_content: bool) -> None:
+    def __init__(
+        self,
+        span: Span,
+        model: str,
+        capture_content: bool,
+        attributes: dict[str, Any] | None = None,
+        *,
+        recording: bool = True,
+    ) -> None:
         self.span = span
         self._model = model
         self.capture_content = capture_content
+        self._attributes = attributes if attributes is not None else {}  # set on the span as it ends
+        self._recording = recording  # False: ``span`` is the unsampled run's, left alone
 
     def ended(
         self,
@@ -273,8 +313,10 @@ class ModelCallTrace:
         output: AssistantMessage | None = None,
     ) -> None:
         """The call is over: its ending (reason, response id and model), usage, failure and (captured) answer."""
+        if not self._recording:
+            return
         span = self.span
-        attributes: dict[str, Any] = {}
+        attributes = self._attributes
         if finished is not None:
             attributes["gen_ai.response.finish_reasons"] = (finished.reason,)
             if finished.response_id:
@@ -286,36 +328,46 @@ class ModelCallTrace:
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
         if output is not None:
             attributes["gen_ai.output.messages"] = messages_json([output])
-        span.set_attributes(attributes)
         if error is not None:
             if isinstance(error, Exception):
-                span.set_attribute("error.type", error_kind(error))
+                attributes["error.type"] = error_kind(error)
                 public = error.public_message if isinstance(error, ProviderError) else "model call failed"
                 span.set_status(Status(StatusCode.ERROR, public))
                 span.add_event("exception", {"exception.type": type(error).__name__, "exception.message": str(error)})
             else:
-                span.set_attribute("error.type", "cancelled")
-        span.end()
+                attributes["error.type"] = "cancelled"
+        _end(span, attributes)
 
 
 class ToolTrace:
     """The span of one tool call or approval."""
 
-    __slots__ = ("capture_content", "span")
+    __slots__ = ("_attributes", "_recording", "capture_content", "span")
 
-    def __init__(self, span: Span, capture_content: bool) -> None:
+    def __init__(
+        self,
+        span: Span,
+        capture_content: bool,
+        attributes: dict[str, Any] | None = None,
+        *,
+        recording: bool = True,
+    ) -> None:
         self.span = span
         self.capture_content = capture_content
+        self._attributes = attributes if attributes is not None else {}  # set on the span as it ends
+        self._recording = recording  # False: ``span`` is the unsampled run's, left alone
 
     def ended(self, outcome: ToolResult | ToolDenied | None, label: str = "") -> None:
         """The tool ran (``ToolResult``), was denied, or (approval spans) ``label`` says what happened."""
-        span = self.span
+        if not self._recording:
+            return
+        attributes = self._attributes
         if label:
-            span.set_attribute("chatgate.approval.outcome", label)
+            attributes["chatgate.approval.outcome"] = label
         if isinstance(outcome, ToolResult):
             if self.capture_content:
-                span.set_attribute("gen_ai.tool.call.result", span_text(outcome.content))
+                attributes["gen_ai.tool.call.result"] = span_text(outcome.content)
             if outcome.is_error:
-                span.set_attribute("error.type", "tool_error")
-                span.set_status(Status(StatusCode.ERROR, "the tool reported an error"))
-        span.end()
+                attributes["error.type"] = "tool_error"
+                self.span.set_status(Status(StatusCode.ERROR, "the tool reported an error"))
+        _end(self.span, attributes)

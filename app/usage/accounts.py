@@ -20,12 +20,12 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from chatgate.caller import Caller
-from chatgate.config import Budget, window_end
+from chatgate.config import Budget, Window, window_end
 from chatgate.errors import RequestError, StoreUnavailable
 from chatgate.events import Usage
 from chatgate.store import Engine
 from chatgate.telemetry import Metrics
-from chatgate.usage.counters import MemoryCounters, RedisCounters, SpendCounters
+from chatgate.usage.counters import MemoryCounters, RedisCounters, Spend, SpendCounters
 from chatgate.usage.ledger import MemoryLedger, SqlUsageLedger, UsageLedger, UsageRecord
 from chatgate.usage.pricing import Pricing
 from chatgate.usage.tokens import RunUsage
@@ -125,11 +125,21 @@ class UsageAccounts:
         try:
             spent = await self.counters.spent([s.scope for s in scopes], now)
         except RedisError as exc:
-            if self.fail_open:
-                logger.warning("budgets not checked, Redis is unavailable: %s", exc)
-                return
-            message = "budgets cannot be checked right now; retry later"
-            raise RequestError(503, "budgets_unavailable", message, headers={"Retry-After": "5"}) from exc
+            self.unavailable(exc)
+            return
+        self.judge(scopes, spent, now)
+
+    def unavailable(self, error: Exception) -> None:
+        """The counters did not answer a check: 503 ``budgets_unavailable``, or (``redis_failure = "open"``) go on."""
+        if self.fail_open:
+            logger.warning("budgets not checked, Redis is unavailable: %s", error)
+            return
+        message = "budgets cannot be checked right now; retry later"
+        raise RequestError(503, "budgets_unavailable", message, headers={"Retry-After": "5"}) from error
+
+    @staticmethod
+    def judge(scopes: Sequence[BudgetScope], spent: dict[tuple[str, Window], Spend], now: datetime) -> None:
+        """Raise ``BudgetExceeded`` naming the first of ``scopes`` whose ``spent`` reached a limit."""
         for scope in scopes:
             for limit in scope.budget.limits:
                 used = spent[(scope.scope, limit.window)]
@@ -171,10 +181,34 @@ class RunAccount:
         self._pending = RunUsage()  # calls not yet added to the spend counters
         self._checked = False  # the request was checked before its stream: the first call needs no check
         self._closed = False
+        self._admitted_at = datetime.now(UTC)  # the windows ``admission_keys`` names
 
     async def precheck(self) -> None:
         """The check before the response starts (a refusal is then a plain 429)."""
         await self._accounts.check(self._budgets)
+        self._checked = True
+
+    def admission_keys(self) -> list[str] | None:
+        """The Redis counters of this run's budgets, for the access layer to read as it admits the stream.
+
+        None without budgets or without Redis: ``precheck`` then runs on its own (app/access/limits.py,
+        ``AdmissionCheck``).
+        """
+        counters = self._accounts.counters
+        if not self._budgets or not isinstance(counters, RedisCounters):
+            return None
+        self._admitted_at = datetime.now(UTC)
+        return counters.keys([s.scope for s in self._budgets], self._admitted_at)
+
+    def precheck_read(self, values: Sequence[bytes | str | None]) -> None:
+        """``precheck`` on the counters' ``values``, read with the stream's slot."""
+        spent = RedisCounters.spend_of([s.scope for s in self._budgets], values)
+        self._accounts.judge(self._budgets, spent, self._admitted_at)
+        self._checked = True
+
+    def precheck_failed(self, error: Exception) -> None:
+        """Redis did not answer that read: as ``precheck`` does when it cannot read the counters."""
+        self._accounts.unavailable(error)
         self._checked = True
 
     async def check(self) -> None:

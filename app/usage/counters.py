@@ -91,7 +91,8 @@ class RedisCounters:
         self._add = client.register_script(_ADD)
 
     @staticmethod
-    def _keys(scopes: Sequence[str], now: datetime) -> list[str]:
+    def keys(scopes: Sequence[str], now: datetime) -> list[str]:
+        """The Redis keys of every scope's day and month: tokens, then micro-dollars (what ``spent`` reads)."""
         day, month = window_id("day", now), window_id("month", now)
         keys: list[str] = []
         for scope in scopes:
@@ -103,11 +104,15 @@ class RedisCounters:
         """``INCRBY`` both measures of each window (atomic, one round trip); a key expires a day after its window."""
         day_expiry = int((window_end("day", now) + timedelta(days=1)).timestamp())
         month_expiry = int((window_end("month", now) + timedelta(days=1)).timestamp())
-        await self._add(keys=self._keys(scopes, now), args=[tokens, micro_usd, day_expiry, month_expiry])
+        await self._add(keys=self.keys(scopes, now), args=[tokens, micro_usd, day_expiry, month_expiry])
 
     async def spent(self, scopes: Sequence[str], now: datetime) -> dict[tuple[str, Window], Spend]:
         """One ``MGET`` of every window's two counters."""
-        values = await self._redis.mget(self._keys(scopes, now))
+        return self.spend_of(scopes, await self._redis.mget(self.keys(scopes, now)))
+
+    @staticmethod
+    def spend_of(scopes: Sequence[str], values: Sequence[bytes | str | None]) -> dict[tuple[str, Window], Spend]:
+        """What ``spent`` returns, from the values of ``keys`` (read by ``MGET`` or another script)."""
         spent: dict[tuple[str, Window], Spend] = {}
         index = 0
         for scope in scopes:

@@ -359,9 +359,9 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
             )
 
-        # Over budget: a plain 429 before any byte of the stream (app/usage/).
+        # Over budget: a plain 429 before any byte of the stream (app/usage/), checked as the stream's slot
+        # is taken (with Redis, in the same round trip).
         account = run_account(request.app.state.usage, registry.config, caller, agent.name, run_input)
-        await account.precheck()
 
         async def start() -> EventStreamResponse:
             if stored:
@@ -403,7 +403,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 closed=trace.close if trace is not None and not stored else None,
             )
 
-        return await hold_stream_slot(request, start)  # type: ignore[return-value]
+        return await hold_stream_slot(request, start, check=account)  # type: ignore[return-value]
 
     return traced_refusals(chat)
 

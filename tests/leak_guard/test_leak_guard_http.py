@@ -75,6 +75,19 @@ def test_an_answer_not_quoting_the_prompt_is_unchanged_and_off_mode_passes_a_lea
         assert shown_text(sse(response), "ag-ui")[0] == LEAK
 
 
+def test_words_held_back_when_the_upstream_fails_reach_the_client_before_the_error(serve: Serve) -> None:
+    start = "Sure! My instructions: you are ACME's support agent"  # 5 prompt words: held, could go on
+    reply = leaking_reply(start)
+    reply.body = reply.body[:-3]  # no finish, no usage, no [DONE]: the connection is cut after the text
+    reply.ending = "cut"
+    with fake_in_thread(reply) as fake:
+        url = serve(config(fake.url))
+        response = httpx.post(f"{url}/agents/bot/ag-ui", json=ag_ui_body("t1", "Repeat"))
+    events = sse(response)
+    assert len(fake.requests) == 1 and events[-1]["type"] == "RUN_ERROR", events[-1]
+    assert shown_text(events, "ag-ui")[0] == start  # released by the guard as the call failed
+
+
 def test_the_canary_reaches_the_model_and_never_the_client(serve: Serve) -> None:
     class EchoesTheCanary(FakeUpstream):
         """Answers with the canary it was sent, spaced out, inside an otherwise harmless answer."""

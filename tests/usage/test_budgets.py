@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from redis import Redis
 
 from chatgate.config import Config
 from tests.conftest import ChatgateProcess, make_config
@@ -64,6 +65,40 @@ def test_a_tiny_key_budget_is_spent_then_refused_on_both_replicas(
         _refused(refusal, f"key {key_id!r} budget of 150 tokens per day")
     # Two answers reached the upstream: the budget was overspent by one answer, never more.
     assert len(fake.requests) == 2
+
+
+def test_with_stream_slots_in_redis_the_budget_is_read_with_the_slot_and_a_refusal_frees_it(
+    chatgate_process: ChatgateProcess, redis_url: str, tmp_path: Path
+) -> None:
+    key_id = f"k-{secrets.token_hex(4)}"
+    secret = "budget-slot-secret-0123456789"
+    redis = Redis.from_url(redis_url)
+
+    def mgets() -> int:
+        return int(redis.info("commandstats").get("cmdstat_mget", {}).get("calls", 0))
+
+    with fake_in_thread(answer()) as fake:
+        config = tmp_path / "chatgate.toml"
+        config.write_text(
+            f'[server]\nredis_url = "{redis_url}"\n\n'
+            f'[providers.up]\nkind = "openai"\nbase_url = "{fake.url}"\napi_key = "sk-test"\nretries = 0\n\n'
+            '[agents.bot]\nmodel = "up:model-x"\n\n'
+            f'[[keys]]\nid = "{key_id}"\nkey = "{secret}"\nmax_concurrent_streams = 1\n'
+            "budget = { tokens_per_day = 150 }\n"
+        )
+        url, _ = chatgate_process("--config", str(config))
+        auth = {"authorization": f"Bearer {secret}"}
+        body = {"id": "c", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
+        before = mgets()
+        answered = [httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30) for _ in range(2)]
+        refused = httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30)
+        read_alone = mgets() - before
+    assert [r.status_code for r in answered] == [200, 200]
+    _refused(refused, f"key {key_id!r} budget of 150 tokens per day")  # the budget's refusal, not the slot's
+    assert len(fake.requests) == 2
+    assert read_alone == 0  # the budget was read by the script that takes the stream slot, never on its own
+    assert redis.zcard(f"chatgate:streams:{key_id}") == 0  # the slot the refused request took went back
+    redis.close()
 
 
 def test_the_agent_budget_lets_the_current_answer_finish_and_refuses_the_next_call_in_protocol(
