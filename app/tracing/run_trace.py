@@ -116,13 +116,13 @@ class RunTrace:
             attributes["chatgate.caller.key_id"] = caller.key_id
         if caller.user:
             attributes["chatgate.caller.user"] = span_text(caller.user)
+        if caller.person:
+            attributes["chatgate.caller.person"] = span_text(caller.person)
         user_agent = headers.get("user-agent")
         if user_agent:
             attributes["user_agent.original"] = span_text(user_agent[:_MAX_HEADER_CHARS])
-        prompt = agent.prompt
-        if prompt is not None:
-            attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
-            attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
+        if agent.prompt is not None:
+            attributes.update(_prompt_attributes(agent.prompt))
         # A frontend's traceparent (W3C Trace Context) continues its trace.
         parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
         self.span = _started(self._tracer, f"invoke_agent {agent.name}", parent, attributes, SpanKind.SERVER)
@@ -141,6 +141,15 @@ class RunTrace:
             attributes["chatgate.run.id"] = span_text(run_input.run_id)
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
+        self.span.set_attributes(attributes)
+
+    def thread_prompt(self, name: str | None, prompt: _TracedPrompt | None) -> None:
+        """A stored thread's own system message stands in for the agent's: its named prompt (``name``) or text."""
+        attributes: dict[str, Any] = {"chatgate.prompt.source": "prompt" if name else "thread"}
+        if name:
+            attributes["chatgate.prompt.name"] = span_text(name)
+        if prompt is not None:
+            attributes.update(_prompt_attributes(prompt))
         self.span.set_attributes(attributes)
 
     def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
@@ -240,6 +249,14 @@ class RunTrace:
         if not self._ended:
             self._ended = True
             self.span.end()
+
+
+def _prompt_attributes(prompt: _TracedPrompt) -> dict[str, Any]:
+    """The kind of a system prompt and its version: the start of the SHA-256 of its template text."""
+    return {
+        "chatgate.prompt.kind": "static" if prompt.is_static else "template",
+        "chatgate.prompt.version": hashlib.sha256(prompt.template.encode()).hexdigest()[:12],
+    }
 
 
 def _started(
