@@ -121,8 +121,10 @@ class RunTrace:
         user_agent = headers.get("user-agent")
         if user_agent:
             attributes["user_agent.original"] = span_text(user_agent[:_MAX_HEADER_CHARS])
-        if agent.prompt is not None:
-            attributes.update(_prompt_attributes(agent.prompt))
+        prompt = agent.prompt
+        if prompt is not None:
+            attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
+            attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
         # A frontend's traceparent (W3C Trace Context) continues its trace.
         parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
         self.span = _started(self._tracer, f"invoke_agent {agent.name}", parent, attributes, SpanKind.SERVER)
@@ -148,8 +150,9 @@ class RunTrace:
         attributes: dict[str, Any] = {"chatgate.prompt.source": "prompt" if name else "thread"}
         if name:
             attributes["chatgate.prompt.name"] = span_text(name)
-        if prompt is not None:
-            attributes.update(_prompt_attributes(prompt))
+        if prompt is not None:  # as the agent's own prompt is described in __init__
+            attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
+            attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
         self.span.set_attributes(attributes)
 
     def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
@@ -249,14 +252,6 @@ class RunTrace:
         if not self._ended:
             self._ended = True
             self.span.end()
-
-
-def _prompt_attributes(prompt: _TracedPrompt) -> dict[str, Any]:
-    """The kind of a system prompt and its version: the start of the SHA-256 of its template text."""
-    return {
-        "chatgate.prompt.kind": "static" if prompt.is_static else "template",
-        "chatgate.prompt.version": hashlib.sha256(prompt.template.encode()).hexdigest()[:12],
-    }
 
 
 def _started(
