@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-system-packages.sh
 bash scripts/install-llama-server.sh  # the first time: several minutes of building; then a no-op
-bash scripts/install-phoenix.sh  # the trace backend of tests/test_telemetry.py, in its own venv; once
+bash scripts/install-phoenix.sh  # the trace backend of tests/tracing/test_tracing.py, in its own venv; once
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'

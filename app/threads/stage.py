@@ -180,6 +180,8 @@ async def open_thread_turn(
         if writer is not None and not taken:
             await _discard_log(writer)
     assert writer is not None  # the thread was taken, so the log was opened
+    if trace is not None and system.kind != "agent":
+        trace.thread_prompt(system.value if system.kind == "prompt" else None, model_agent.prompt)
     model_input = replace(run_input, messages=(*client_system, *plan.history), approvals=plan.approvals)
     recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
     # A thread's approvals are claimed in the store, beside its history, on every replica alike.

@@ -128,6 +128,8 @@ class RunTrace:
             attributes["chatgate.caller.key_id"] = caller.key_id
         if caller.user:
             attributes["chatgate.caller.user"] = span_text(caller.user)
+        if caller.person:
+            attributes["chatgate.caller.person"] = span_text(caller.person)
         user_agent = headers.get("user-agent")
         if user_agent:
             attributes["user_agent.original"] = span_text(user_agent[:_MAX_HEADER_CHARS])
@@ -160,6 +162,16 @@ class RunTrace:
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
         self._attributes.update(attributes)
+
+    def thread_prompt(self, name: str | None, prompt: _TracedPrompt | None) -> None:
+        """A stored thread's own system message stands in for the agent's: its named prompt (``name``) or text."""
+        attributes: dict[str, Any] = {"chatgate.prompt.source": "prompt" if name else "thread"}
+        if name:
+            attributes["chatgate.prompt.name"] = span_text(name)
+        if prompt is not None:  # as the agent's own prompt is described in __init__
+            attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
+            attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
+        self.span.set_attributes(attributes)
 
     def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
         """The ``chat {model}`` span of one model call, started now."""

@@ -163,6 +163,51 @@ def test_limits_are_per_person_across_two_replicas_through_redis(
     assert two.run(bob).status_code == 200
 
 
+def test_a_persons_streams_beyond_max_concurrent_streams_are_refused_and_another_persons_are_not(
+    oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate]
+) -> None:
+    agents = {**AGENTS, "slow": {"model": "builtin:echo", "model_settings": {"delay": 0.2}}}
+    jwt = {"issuer": oidc_provider.issuer, "audience": "chatgate", "max_concurrent_streams": 1}
+    gate = chatgate_for(make_config(agents, auth={"jwt": jwt}))
+    alice, bob = oidc_provider.token("alice"), oidc_provider.token("bob")
+    long = {"id": "u1", "role": "user", "content": " ".join(["word"] * 100)}  # 20 s of words: open all along
+    body = {"threadId": "t", "runId": "r", "messages": [long]}
+    headers = {"authorization": f"Bearer {alice}"}
+    with httpx.stream("POST", f"{gate.url}/agents/slow/ag-ui", json=body, headers=headers, timeout=30) as held:
+        assert held.status_code == 200
+        lines = held.iter_lines()  # kept: a dropped iterator would close the stream
+        assert "RUN_STARTED" in next(lines)
+        refused = gate.run(alice)  # another agent, the same person: their one stream is taken
+        bob_answered = gate.run(bob).status_code  # another person's stream is their own
+    assert refused.status_code == 429, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "too_many_streams" and f"person '{oidc_provider.issuer}#alice'" in error["message"]
+    assert bob_answered == 200
+
+
+def test_exp_nbf_and_iat_within_leeway_are_accepted_and_just_beyond_it_refused(
+    oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate]
+) -> None:
+    gate = chatgate_for(token_config(oidc_provider.issuer, leeway_seconds=30))
+    now = int(time.time())
+    issuer = oidc_provider.issuer
+    within = [
+        claims(issuer, iat=now - 310, exp=now - 10),  # expired 10 s ago
+        claims(issuer, nbf=now + 10, exp=now + 300),  # valid in 10 s
+        claims(issuer, iat=now + 10, exp=now + 300),  # issued 10 s from now (a clock ahead)
+    ]
+    beyond = [
+        (claims(issuer, iat=now - 360, exp=now - 60), "expired"),
+        (claims(issuer, nbf=now + 60, exp=now + 300), "not valid yet"),
+        (claims(issuer, iat=now + 60, exp=now + 300), "not valid yet"),
+    ]
+    assert [gate.run(oidc_provider.sign(token)).status_code for token in within] == [200, 200, 200]
+    for token, reason in beyond:
+        refused = gate.run(oidc_provider.sign(token))
+        assert refused.status_code == 401 and reason in refused.json()["error"]["message"], refused.text
+    assert gate.verifications == 6
+
+
 def test_a_token_may_not_name_a_user_header(gate: Chatgate, oidc_provider: OpenIDProvider) -> None:
     response = gate.run(oidc_provider.token("alice"), **{"x-chatgate-user": "bob"})
     assert response.status_code == 403 and response.json()["error"]["code"] == "user_header_not_allowed"

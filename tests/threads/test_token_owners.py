@@ -71,6 +71,18 @@ def test_a_second_person_cannot_see_or_touch_the_first_ones_threads(
     assert httpx.post(f"{threads}/t1/stop", headers=bob).status_code == 404
     assert httpx.get(f"{url}/agents/bot/ag-ui/t1/stream", headers=bob).status_code == 204  # nothing of his to resume
     assert httpx.delete(f"{threads}/t1", headers=bob).status_code == 404
+    # The owner resumes her running thread: its stream replays from the start and goes on live.
+    with httpx.stream("GET", f"{url}/agents/bot/ag-ui/t1/stream", headers=alice, timeout=30) as resumed:
+        assert resumed.status_code == 200
+        lines = resumed.iter_lines()  # kept: a dropped iterator would close the stream
+        events: list[dict[str, Any]] = []
+        for line in lines:
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+                if events[-1]["type"] == "TEXT_MESSAGE_CONTENT":
+                    break
+    assert events[0]["type"] == "RUN_STARTED" and events[0]["threadId"] == "t1"
+    assert events[-1]["delta"].strip() == "System"  # builtin:echo's answer, from its first word
 
     assert httpx.post(f"{threads}/t1/stop", headers=alice).json() == {"stopped": True}
     _wait_until_idle(url, alice, "t1")

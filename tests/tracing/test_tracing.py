@@ -9,6 +9,8 @@ counts against what the fake upstream reported and the calls it received.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
 import secrets
@@ -17,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -30,14 +32,17 @@ from chatgate.tracing import start_telemetry
 from tests.conftest import make_config
 from tests.e2e.approval_flows import answer, ask, executions
 from tests.mcp.real_servers import calls_on_server, counted, everything_stdio
+from tests.oidc_provider import OpenIDProvider
 from tests.phoenix import Phoenix, Span, running_phoenix
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage, text_reply
 from tests.providers.support import provider_table
 from tests.servers import _free_port
 from tests.store.conftest import _create_database
 from tests.telemetry.test_metrics import samples, value
+from tests.tracing.otlp_collector import ExportedSpan, running_collector
 
 Serve = Callable[[Config], str]
+S = TypeVar("S", Span, ExportedSpan)
 SECRET_TEXT = "PURPLE-ELEPHANT-42"
 
 
@@ -64,7 +69,7 @@ def traceparent() -> tuple[str, str, dict[str, str]]:
     return trace_id, parent, {"traceparent": f"00-{trace_id}-{parent}-01"}
 
 
-def one(spans: list[Span], name: str) -> Span:
+def one(spans: list[S], name: str) -> S:
     (found,) = [span for span in spans if span.name == name]
     return found
 
@@ -328,25 +333,35 @@ def test_an_upstream_failure_is_recorded_on_the_model_call_and_the_run_with_what
     assert json.loads(JsonFormatter().format(failed[0]))["trace_id"] == trace_id
 
 
-def test_a_stored_thread_run_is_traced_as_its_own_detached_run(serve: Serve, phoenix: Phoenix, tmp_path: Path) -> None:
+def test_a_stored_thread_run_is_traced_as_its_own_detached_run_with_its_named_prompt(
+    serve: Serve, phoenix: Phoenix, tmp_path: Path
+) -> None:
+    prompt = "Answer in one word."
     with fake_in_thread(text_reply("openai", "Stored.")) as fake:
+        agent = {"model": "up:m", "default": True, "conversations": "server", "prompts": {"terse": prompt}}
         config = traced(
             phoenix,
-            {"bot": {"model": "up:m", "default": True, "conversations": "server"}},
+            {"bot": agent},
             providers={"up": provider_table("openai", fake.url)},
             store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
         )
         url = serve(config)
+        seeded = httpx.put(f"{url}/agents/bot/threads/th-9/system-message", json={"prompt": "terse"})
+        assert seeded.status_code == 200, seeded.text
         trace_id, _, headers = traceparent()
         body = {"threadId": "th-9", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
         response = httpx.post(f"{url}/ag-ui", json=body, headers=headers)
         assert response.status_code == 200 and "Stored." in response.text
         assert len(fake.requests) == 1
+        assert fake.requests[0].body["messages"][0] == {"role": "system", "content": prompt}
 
     spans = phoenix.spans(trace_id, 2)
     run, chat = one(spans, "invoke_agent bot"), one(spans, "chat m")
     assert chat.parent_id == run.span_id
     assert run.attributes["gen_ai.conversation.id"] == "th-9"
+    # the thread's named prompt, not the agent's (it has none): its name and the version of its text
+    assert (run.attributes["chatgate.prompt.source"], run.attributes["chatgate.prompt.name"]) == ("prompt", "terse")
+    assert run.attributes["chatgate.prompt.version"] == hashlib.sha256(prompt.encode()).hexdigest()[:12]
     assert (chat.attributes["gen_ai.usage.input_tokens"], chat.attributes["gen_ai.usage.output_tokens"]) == (5, 2)
 
 
@@ -453,3 +468,67 @@ def test_a_stored_thread_run_keeps_its_whole_trace_when_its_client_resumes_on_an
     assert run.attributes["chatgate.run.finish_reason"] == "stop"  # ended with the run, not the hang-up
     assert chat.attributes["gen_ai.response.finish_reasons"] == ["stop"]
     assert chat.attributes["gen_ai.usage.output_tokens"] > 0
+
+
+def test_sampling_service_name_headers_the_caller_and_redacted_content_reach_the_collector(
+    serve: Serve, oidc_provider: OpenIDProvider
+) -> None:
+    # A local OTLP collector shows what Phoenix cannot: the export's headers and the resource.
+    key = {"authorization": "Bearer web-secret-0123456789", "x-chatgate-user": "carol"}
+    person = {"authorization": f"Bearer {oidc_provider.token('alice')}"}
+    pixel = base64.b64encode(b"\x89PNG-not-really").decode()
+    content = [
+        {"type": "text", "text": "look"},
+        {"type": "binary", "mimeType": "image/png", "url": "https://bob:hunter2@img.example.com/a.png?sig=s3cr3t&x=1"},
+        {"type": "binary", "mimeType": "image/png", "data": pixel},
+    ]
+    body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": content}]}
+    with running_collector() as collector:
+        telemetry = {
+            "otlp_endpoint": collector.url,
+            "service_name": "support-gate",
+            "sample_ratio": 0.0,
+            "capture_content": True,
+            "headers": {"x-api-key": "collector-secret"},
+        }
+        config = make_config(
+            {"bot": {"model": "builtin:echo", "default": True}},
+            telemetry=telemetry,
+            keys=[{"id": "web", "key": "web-secret-0123456789", "trusted_user_header": True}],
+            auth={"jwt": {"issuer": oidc_provider.issuer, "audience": "chatgate"}},
+        )
+        url = serve(config)
+
+        def run(headers: dict[str, str]) -> None:
+            response = httpx.post(f"{url}/ag-ui", json=body, headers=headers)
+            assert response.status_code == 200 and "RUN_FINISHED" in response.text, response.text
+
+        run(person)  # sample_ratio 0 and no traceparent: not sampled, yet answered
+        unsampled_id, _, unsampled = traceparent()
+        run({**person, "traceparent": unsampled["traceparent"][:-2] + "00"})  # the frontend did not sample
+        person_trace, _, sampled = traceparent()
+        run({**person, **sampled})  # the frontend sampled: its decision stands (parent-based)
+        key_trace, _, sampled = traceparent()
+        run({**key, **sampled})
+        person_run = one(collector.trace(person_trace, 2), "invoke_agent bot")
+        key_run = one(collector.trace(key_trace, 2), "invoke_agent bot")
+        spans = list(collector.spans)
+    # Spans export in the order they end: the two unsampled runs, done first, would have arrived by now.
+    assert {span.trace_id for span in spans} == {person_trace, key_trace}
+    assert unsampled_id not in {span.trace_id for span in spans}
+    assert {span.resource["service.name"] for span in spans} == {"support-gate"}
+    assert {span.headers["x-api-key"] for span in spans} == {"collector-secret"}
+    assert person_run.attributes["chatgate.caller.person"] == f"{oidc_provider.issuer}#alice"
+    assert "chatgate.caller.key_id" not in person_run.attributes
+    caller = (key_run.attributes["chatgate.caller.key_id"], key_run.attributes["chatgate.caller.user"])
+    assert caller == ("web", "carol")
+    assert "chatgate.caller.person" not in key_run.attributes
+    # capture_content: the URL's credentials and the data: URL's bytes are redacted as in the logs.
+    (user,) = json.loads(person_run.attributes["gen_ai.input.messages"])
+    assert user["parts"] == [
+        {"type": "text", "content": "look"},
+        {"type": "uri", "mime_type": "image/png", "uri": "https://[redacted]@img.example.com/a.png?sig=[redacted]&x=1"},
+        {"type": "blob", "mime_type": "image/png"},
+    ]
+    exported = json.dumps([span.attributes for span in spans])
+    assert "hunter2" not in exported and "s3cr3t" not in exported and pixel not in exported

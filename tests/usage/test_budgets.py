@@ -6,6 +6,7 @@ that actually reached it, so any overspend would show as one request too many.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from redis import Redis
 
 from chatgate.config import Config
@@ -20,7 +22,7 @@ from tests.conftest import ChatgateProcess, make_config
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
 from tests.providers.tool_calls_cut import RECORD_TOOL, arguments_for, openai_call, runs_of
-from tests.usage.support import PRICING, answer, chat, chunks, keys, wait_for_runs
+from tests.usage.support import PRICING, answer, chat, chunks, headers, keys, wait_for_runs
 
 Serve = Callable[[Config], str]
 
@@ -158,8 +160,6 @@ def test_a_usd_budget_counts_the_priced_cost_and_a_person_budget_comes_from_the_
 
 
 def test_a_budget_with_no_limit_is_a_config_error() -> None:
-    import pytest
-
     from chatgate.errors import ConfigError
 
     with pytest.raises(ConfigError, match="tokens_per_day, usd_per_day or usd_per_month"):
@@ -199,3 +199,40 @@ def test_a_server_held_thread_is_budgeted_and_recorded_with_its_thread(serve: Se
     with sqlite3.connect(tmp_path / "threads.db") as db:
         rows = db.execute("SELECT key_id, person, agent, thread_id, input_tokens, output_tokens FROM usage").fetchall()
     assert rows == [("k1", "alice", "bot", "chat-1", 100, 20)]
+
+
+def test_a_table_priced_model_spends_a_month_budget_and_ag_ui_shows_the_runs_cost(serve: Serve) -> None:
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    # gpt-4o-mini has no [pricing] table here: genai-prices prices it. One answer costs $0.000024.
+    expected = float(
+        calc_price(
+            PriceUsage(input_tokens=100, output_tokens=20, cache_read_tokens=40),
+            model_ref="gpt-4o-mini",
+            provider_id="openai",
+        ).total_price
+    )
+    with fake_in_thread(answer(), answer()) as fake:
+        config = make_config(
+            {"bot": {"model": "up:gpt-4o-mini", "budget": {"usd_per_month": 0.00002}}},
+            providers={"up": provider_table("openai", fake.url)},
+            keys=keys(),
+        )
+        url = serve(config)
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}
+        first = httpx.post(f"{url}/agents/bot/ag-ui", json=body, headers=headers("k2"), timeout=30)
+        second = httpx.post(f"{url}/agents/bot/ag-ui", json=body, headers=headers("k2"), timeout=30)
+    assert first.status_code == 200
+    finished = json.loads(next(line for line in first.text.splitlines() if "RUN_FINISHED" in line)[len("data: ") :])
+    (usage,) = finished["usage"]
+    assert expected > 0 and usage["costUsd"] == pytest.approx(expected)
+    assert (usage["model"], usage["totalTokens"]) == ("gpt-4o-mini", 120)
+    # $0.000024 of $0.00002 a month is spent: refused until the first of next month (UTC).
+    assert second.status_code == 429, second.text
+    error = second.json()["error"]
+    assert error["code"] == "budget_exceeded" and "agent 'bot' budget of $2e-05 per month" in error["message"]
+    now = datetime.now(UTC)
+    next_month = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+    assert abs(int(second.headers["retry-after"]) - (next_month - now).total_seconds()) < 120
+    assert len(fake.requests) == 1
