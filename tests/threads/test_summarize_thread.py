@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -165,3 +166,30 @@ def test_a_failed_summary_leaves_turns_out_as_drop_oldest(
     assert failed == len(fake.summaries)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "summary" in r.getMessage()]
     assert len(warnings) == len(fake.summaries) and "fox" not in "".join(warnings)
+
+
+def test_a_summary_model_on_another_upstream_writes_the_summaries(serve: Serve, tmp_path: Path) -> None:
+    answering, summarizing = SmallModel(n_ctx=1024), SummarizingModel()
+    with fake_in_thread(fake=answering), fake_in_thread(fake=summarizing):
+        providers = {
+            "up": provider_table("openai", f"{answering.url}/v1"),
+            "notes": provider_table("openai", f"{summarizing.url}/v1"),
+        }
+        agent = {
+            "model": "up:m",
+            "conversations": "server",
+            "system_prompt": PROMPT,
+            "model_settings": {"max_tokens": 64},
+            "context": {"window": 1024, "strategy": "summarize", "summary_model": "notes:small"},
+        }
+        url = serve(make_config({"bot": agent}, providers=providers, store={"url": f"sqlite:///{tmp_path / 't.db'}"}))
+        turns = [_say(url, n) for n in range(1, 14)]
+        described = httpx.get(f"{url}/agents/bot/threads/c1").json()
+    assert all(_answered(events) for events in turns)
+    # Every summary call went to the summary model's upstream, and it answered nothing else.
+    assert summarizing.summaries and summarizing.chats == summarizing.summaries
+    assert all(request.body["model"] == "small" for request in summarizing.summaries)
+    assert len(answering.chats) == 13 + answering.refused
+    assert not any(_sent(request)[0] == ("system", SUMMARY_INSTRUCTION) for request in answering.chats)
+    assert described["summary"]["model"] == "notes:small"
+    assert _sent(answering.chats[-1])[2][1].startswith(f"SUMMARY-{len(summarizing.summaries)}:")
