@@ -46,7 +46,7 @@ class SummarizingModel(SmallModel):
 
     async def reply_to(self, request: Recorded) -> Reply:
         messages = request.body.get("messages") if isinstance(request.body, dict) else None
-        if not messages or messages[0].get("content") != SUMMARY_INSTRUCTION:
+        if not messages or not str(messages[-1].get("content")).endswith(SUMMARY_INSTRUCTION):
             return await super().reply_to(request)
         self.summaries.append(request)
         if self.refuse_summaries:
@@ -105,10 +105,12 @@ def test_a_summary_is_written_once_stored_and_sent_after_the_system_prompt(
     assert len(fake.answers) == 21 + fake.refused and fake.refused <= 1
     assert written >= 2 and len(fake.summaries) == written  # it outgrew its first summary; the new app wrote none
 
-    # Each summary call folds turns in as a transcript, with the previous summary; never the system prompt.
-    first, second = _sent(fake.summaries[0]), _sent(fake.summaries[1])
-    assert first[0] == ("system", SUMMARY_INSTRUCTION) and first[1][1].count("User: Turn 1.") == 1
-    assert "Summary of what came before:\nSUMMARY-1:" in second[1][1]
+    # Each summary call is one user message: the turns it folds in as a transcript (after the previous
+    # summary), then the instruction; never the system prompt.
+    (first,), (second,) = _sent(fake.summaries[0]), _sent(fake.summaries[1])
+    assert first[0] == "user" and first[1].startswith("Conversation:\nUser: Turn 1.")
+    assert first[1].count("User: Turn 1.") == 1 and first[1].endswith(f"\n\n{SUMMARY_INSTRUCTION}")
+    assert second[1].startswith("Summary of what came before:\nSUMMARY-1:")
     assert not any(PROMPT in content for request in fake.summaries for _, content in _sent(request))
 
     # The turn after a summary: the system prompt, the summary as a question and its answer, the kept turns.
@@ -190,6 +192,6 @@ def test_a_summary_model_on_another_upstream_writes_the_summaries(serve: Serve, 
     assert summarizing.summaries and summarizing.chats == summarizing.summaries
     assert all(request.body["model"] == "small" for request in summarizing.summaries)
     assert len(answering.chats) == 13 + answering.refused
-    assert not any(_sent(request)[0] == ("system", SUMMARY_INSTRUCTION) for request in answering.chats)
+    assert not any(SUMMARY_INSTRUCTION in _sent(request)[-1][1] for request in answering.chats)
     assert described["summary"]["model"] == "notes:small"
     assert _sent(answering.chats[-1])[2][1].startswith(f"SUMMARY-{len(summarizing.summaries)}:")
