@@ -15,6 +15,9 @@ request body, the bytes that mark one token, its floor):
   second floor, the translating proxy, does the least an AG-UI relay must (parse each chunk, send one
   frame per token) on the same stack; it is measured against the byte proxy, not a target.
 
+A fourth, ``context``, is no server: bench/context_cpu.py's per-turn accounting of the context budget on a
+200-message thread, in this process, each row against issue 31's target of 0.2 ms CPU per turn.
+
 chatgate is measured in every scenario in each setup of ``setups.py``, both protocols: stateless, with
 keys and limits, on a server-held thread (SQLite; PostgreSQL), and with all of it and Redis; each
 against the scenario's floor. PostgreSQL and Redis are real servers this benchmark starts (only for a
@@ -44,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import context_cpu
 from floor_app import save_capture
 from harness import BENCH_DIR, ServerProcess, cpu_seconds
 from relay_cpu import chatgate_config
@@ -57,6 +61,9 @@ from chatgate.web.app import create_app
 
 TOKENS = 200
 PACED_MS = 20.0
+CONTEXT_MESSAGES = 200
+CONTEXT_TARGET_US = 200.0
+"""Issue 31: the per-turn accounting for a 200-message thread stays at or under 0.2 ms CPU."""
 PEERS_PYTHON = BENCH_DIR / ".venv-peers" / "bin" / "python"
 NODE_SERVER = BENCH_DIR / "node" / "server.mjs"
 AG_UI_MARKER = "TEXT_MESSAGE_CONTENT"
@@ -354,6 +361,32 @@ def print_table(result: dict[str, Any]) -> None:
         )
 
 
+def run_context(rounds: int, turns: int) -> dict[str, Any]:
+    """bench/context_cpu.py's rows, in this process: CPU µs per turn, median of ``rounds``, against the target."""
+    found: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for name, value in context_cpu.rows(CONTEXT_MESSAGES, turns).items():
+            found.setdefault(name, []).append(value)
+    rows = [
+        {
+            "variant": name,
+            "cpu_us_per_turn": round(statistics.median(values), 1),
+            "cpu_us_per_turn_rounds": [round(x, 1) for x in values],
+            "within_target": statistics.median(values) <= CONTEXT_TARGET_US,
+        }
+        for name, values in found.items()
+    ]
+    return {"scenario": "context", "messages": CONTEXT_MESSAGES, "target_us": CONTEXT_TARGET_US, "rows": rows}
+
+
+def print_context_table(result: dict[str, Any]) -> None:
+    print(f"\n== context: per-turn accounting on a {result['messages']}-message thread (target <= 0.2 ms CPU)")
+    print(f"{'variant':<{NAME_WIDTH}} {'CPU µs/turn':>12}  target")
+    for row in result["rows"]:
+        verdict = "ok" if row["within_target"] else "OVER"
+        print(f"{row['variant']:<{NAME_WIDTH}} {row['cpu_us_per_turn']:>12.1f}  {verdict}")
+
+
 def machine() -> dict[str, Any]:
     model = next(
         (
@@ -381,7 +414,7 @@ def main() -> None:
     parser.add_argument("--paced-requests", type=int, default=20, help="requests per batch, paced")
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--clients", type=int, default=2, help="load client processes")
-    parser.add_argument("--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced)")
+    parser.add_argument("--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced, context)")
     parser.add_argument(
         "--variants",
         nargs="+",
@@ -405,8 +438,14 @@ def main() -> None:
                 parser.error(f"--variants {' '.join(args.variants)} names no variant of {scenario.name}")
             print(f"\n{scenario.name}: {args.rounds} rounds, concurrency {args.concurrency}", flush=True)
             results.append(run_scenario(scenario, Path(tmp), args))
+    if not args.only or "context" in args.only:
+        print(f"\ncontext: {args.rounds} rounds, in process", flush=True)
+        context = run_context(args.rounds, 500 if args.quick else 2000)
     for result in results:
         print_table(result)
+    if not args.only or "context" in args.only:
+        print_context_table(context)
+        results.append(context)
     info["load_average_at_end"] = os.getloadavg()
     out = args.json or BENCH_DIR / "results" / f"compare-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -157,7 +157,7 @@ class ContextBudget:
     def summary_room(self, previous: ContextSummary | None) -> int:
         """Characters of transcript a summary call may send and still fit the window with its answer."""
         window = self.window or 0
-        fixed = estimate(summary_prompt(previous, (), 0)[0]) + estimate(summary_prompt(previous, (), 0)[1])
+        fixed = sum(estimate(message) for message in summary_prompt(previous, (), 0))
         room = window - self.summary_tokens - math.ceil(fixed * self.counter.ratio) - 8
         return max(int(room * 4 / self.counter.ratio), 0)
 

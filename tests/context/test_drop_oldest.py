@@ -72,3 +72,28 @@ def test_fail_refuses_instead_of_dropping() -> None:
 def test_no_window_no_budget() -> None:
     messages = history(50)
     assert ContextBudget("bot", window=None).view(messages, (), "t").messages == tuple(messages)
+
+
+def test_an_approval_stays_with_its_call_whatever_the_window() -> None:
+    # Approved and denied calls in old turns (their outcome stored as the call's result, as the runner
+    # settles them), and the newest turn resuming a call its approval just settled.
+    messages: list[Message] = [SystemMessage("Be terse.", id="system")]
+    for n in range(1, 9):
+        outcome = "The user denied this tool call." if n % 3 == 0 else WORDS
+        messages += [
+            UserMessage((TextPart(f"{n}: {WORDS}"),), id=f"u{n}"),
+            AssistantMessage((TextPart("checking"), ToolCallPart(f"call{n}", "refund", '{"id": 1}')), id=f"c{n}"),
+            ToolMessage(f"call{n}", outcome, is_error=n % 3 == 0, id=f"r{n}"),
+            AssistantMessage((TextPart(f"answer {n}"),), id=f"a{n}"),
+        ]
+    messages += [
+        UserMessage((TextPart(f"refund order 9 {WORDS}"),), id="u9"),
+        AssistantMessage((ToolCallPart("call9", "refund", '{"id": 9}'),), id="c9"),
+        ToolMessage("call9", "refunded", id="r9"),  # its approval arrived with this request
+    ]
+    for window in range(300, 3000, 100):
+        sent = ContextBudget("bot", window=window, answer=100).view(messages, (), f"t{window}").messages
+        calls = [part.tool_call_id for m in sent if isinstance(m, AssistantMessage) for part in m.tool_calls]
+        results = [m.tool_call_id for m in sent if isinstance(m, ToolMessage)]
+        assert calls == results and calls[-1] == "call9", window
+        assert all(isinstance(m, UserMessage) for m in sent[1:2]), window  # whole turns only

@@ -6,10 +6,12 @@ last step is saved as a screenshot in tests/artifacts/.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, expect
@@ -17,6 +19,7 @@ from playwright.async_api import Browser, Locator, Page, expect
 from chatgate.config import Config
 from tests.browser import recorded_page
 from tests.conftest import make_config
+from tests.mcp.real_servers import everything_stdio
 from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
 
 Serve = Callable[[Config], str]
@@ -137,6 +140,22 @@ async def test_an_approved_tool_runs_on_the_server(page: Page, serve: Serve, use
     await expect(tool).to_have_attribute("data-state", "output-available")
     await expect(tool.get_by_test_id("tool-output")).to_have_text("5")
     await expect(answer_text(page)).to_contain_text(re.compile(r"Tool results: \S+ returned: 5"))
+    await wait_ready(page)
+
+
+async def test_an_mcp_tool_call_and_its_output_are_shown(page: Page, serve: Serve, usechat_dist: Path) -> None:
+    agent = {"model": "builtin:echo", "vercel_ai_version": "v7", "mcp": {"everything": {"include": ["echo"]}}}
+    config = make_config({"ops": agent}, mcp_servers={"everything": {"command": everything_stdio()}})
+    base = serve(config)
+    async with httpx.AsyncClient() as client:
+        while (await client.get(f"{base}/readyz")).status_code != 200:  # the server has listed its tools
+            await asyncio.sleep(0.05)
+    await open_usechat(page, usechat_dist, base, "ops", 7)
+    await send(page, '/call everything__echo {"message": "from the page"}')
+    tool = page.locator("[data-testid=part-tool][data-tool-name=everything__echo]")
+    await expect(tool).to_have_attribute("data-state", "output-available")
+    await expect(tool.get_by_test_id("tool-output")).to_have_text('"Echo: from the page"')
+    await expect(answer_text(page)).to_contain_text(re.compile(r"Tool results: \S+ returned: Echo: from the page"))
     await wait_ready(page)
 
 

@@ -28,6 +28,8 @@ from tests.threads.replay_flows import Stack, events_of
 pytestmark = pytest.mark.realmodel
 
 TURNS = 30
+NAMED = "Turn 1: hi, my name is Ottoline"
+"""The first turn says a name: a summary that folds it in should keep it."""
 
 
 def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
@@ -47,7 +49,7 @@ def _config(model: LlamaServer | str, store_url: str, **context: Any) -> Any:
 
 def _turn(url: str, protocol: str, thread: str, turn: int) -> list[dict[str, Any]]:
     """One user message on ``thread``, the server holding the rest; the frames the client got."""
-    text = f"Turn {turn}: hi"
+    text = NAMED if turn == 1 else f"Turn {turn}: hi"
     if protocol == "ag-ui":
         message: dict[str, Any] = {"id": f"u{turn}", "role": "user", "content": text}
         body: dict[str, Any] = {"threadId": thread, "runId": f"r{turn}", "messages": [message]}
@@ -78,7 +80,7 @@ def test_thirty_turns_on_one_thread_are_all_answered(
     (agent,) = httpx.get(f"{url}/agents", timeout=10).json()["agents"]
     assert agent["context"] == {"window": GEMMA_CONTEXT, "strategy": strategy}  # read from /props
     prompts = gemma.prompts()[before:]
-    # A summary call's first turn holds the instruction (Gemma's template puts the system text there).
+    # A summary call is one user turn: the transcript, then the instruction.
     summaries = [prompt for prompt in prompts if SUMMARY_INSTRUCTION in prompt.split("<end_of_turn>")[0]]
     answers = [prompt for prompt in prompts if prompt not in summaries]
     assert len(answers) == TURNS  # one model call per turn: no length refusal needed a retry
@@ -94,6 +96,16 @@ def test_thirty_turns_on_one_thread_are_all_answered(
     assert summaries and summary is not None and summary["model"] == "llama:gemma-3-270m"
     assert all("User: Turn " in prompt and "Assistant: " in prompt for prompt in summaries)
     assert SUMMARY_REQUEST in answers[-1] and summary["messages"] % 2 == 0  # whole turns, each asked and answered
+    # Gemma's summaries keep the first turn's fact (the call puts the transcript before the instruction:
+    # with the instruction first, this model wrote the instruction back as the summary).
+    written = {_summary_in(prompt) for prompt in answers if SUMMARY_REQUEST in prompt}
+    assert written and all("Ottoline" in text for text in written), written
+
+
+def _summary_in(prompt: str) -> str:
+    """The summary a prompt carries: the model turn after ``SUMMARY_REQUEST``."""
+    after = prompt.split(SUMMARY_REQUEST, 1)[1]
+    return after.split("<start_of_turn>model\n", 1)[1].split("<end_of_turn>", 1)[0]
 
 
 @pytest.mark.parametrize("protocol", ["ag-ui", "chat"])

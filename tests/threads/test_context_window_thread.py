@@ -14,6 +14,7 @@ from tests.context.small_model import SmallModel
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
 from tests.telemetry.test_metrics import samples, value
+from tests.threads.replay_flows import events_of
 
 Serve = Callable[[Config], str]
 FILLER = "The quick brown fox jumps over the lazy dog while the cat watches from the fence. " * 3
@@ -46,6 +47,11 @@ def test_a_long_thread_stays_answered_and_whole(serve: Serve, store_url: str, ca
     assert len(fake.chats) == 15 + fake.refused and fake.refused <= 1
     stored = httpx.get(f"{url}/agents/bot/threads/c1/messages").json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant"] * 15  # nothing deleted
+    # An AG-UI hydrate of the same thread: its MESSAGES_SNAPSHOT holds every turn, the first one too.
+    hydrate = httpx.post(f"{url}/agents/bot/ag-ui", json={"threadId": "c1", "runId": "h", "messages": []}, timeout=30)
+    (snapshot,) = [e for e in events_of(hydrate.content) if e["type"] == "MESSAGES_SNAPSHOT"]
+    assert [m["id"] for m in snapshot["messages"]] == [m["id"] for m in stored]
+    assert snapshot["messages"][0]["content"].startswith("Turn 1.")
     last = [m["content"] for m in fake.chats[-1].body["messages"]]
     assert last[0] == "Be terse." and last[-1].startswith("Turn 15.")
     assert not any(text.startswith("Turn 1.") for text in last)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,7 +46,7 @@ class SummarizingModel(SmallModel):
 
     async def reply_to(self, request: Recorded) -> Reply:
         messages = request.body.get("messages") if isinstance(request.body, dict) else None
-        if not messages or messages[0].get("content") != SUMMARY_INSTRUCTION:
+        if not messages or not str(messages[-1].get("content")).endswith(SUMMARY_INSTRUCTION):
             return await super().reply_to(request)
         self.summaries.append(request)
         if self.refuse_summaries:
@@ -104,10 +105,12 @@ def test_a_summary_is_written_once_stored_and_sent_after_the_system_prompt(
     assert len(fake.answers) == 21 + fake.refused and fake.refused <= 1
     assert written >= 2 and len(fake.summaries) == written  # it outgrew its first summary; the new app wrote none
 
-    # Each summary call folds turns in as a transcript, with the previous summary; never the system prompt.
-    first, second = _sent(fake.summaries[0]), _sent(fake.summaries[1])
-    assert first[0] == ("system", SUMMARY_INSTRUCTION) and first[1][1].count("User: Turn 1.") == 1
-    assert "Summary of what came before:\nSUMMARY-1:" in second[1][1]
+    # Each summary call is one user message: the turns it folds in as a transcript (after the previous
+    # summary), then the instruction; never the system prompt.
+    (first,), (second,) = _sent(fake.summaries[0]), _sent(fake.summaries[1])
+    assert first[0] == "user" and first[1].startswith("Conversation:\nUser: Turn 1.")
+    assert first[1].count("User: Turn 1.") == 1 and first[1].endswith(f"\n\n{SUMMARY_INSTRUCTION}")
+    assert second[1].startswith("Summary of what came before:\nSUMMARY-1:")
     assert not any(PROMPT in content for request in fake.summaries for _, content in _sent(request))
 
     # The turn after a summary: the system prompt, the summary as a question and its answer, the kept turns.
@@ -165,3 +168,30 @@ def test_a_failed_summary_leaves_turns_out_as_drop_oldest(
     assert failed == len(fake.summaries)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "summary" in r.getMessage()]
     assert len(warnings) == len(fake.summaries) and "fox" not in "".join(warnings)
+
+
+def test_a_summary_model_on_another_upstream_writes_the_summaries(serve: Serve, tmp_path: Path) -> None:
+    answering, summarizing = SmallModel(n_ctx=1024), SummarizingModel()
+    with fake_in_thread(fake=answering), fake_in_thread(fake=summarizing):
+        providers = {
+            "up": provider_table("openai", f"{answering.url}/v1"),
+            "notes": provider_table("openai", f"{summarizing.url}/v1"),
+        }
+        agent = {
+            "model": "up:m",
+            "conversations": "server",
+            "system_prompt": PROMPT,
+            "model_settings": {"max_tokens": 64},
+            "context": {"window": 1024, "strategy": "summarize", "summary_model": "notes:small"},
+        }
+        url = serve(make_config({"bot": agent}, providers=providers, store={"url": f"sqlite:///{tmp_path / 't.db'}"}))
+        turns = [_say(url, n) for n in range(1, 14)]
+        described = httpx.get(f"{url}/agents/bot/threads/c1").json()
+    assert all(_answered(events) for events in turns)
+    # Every summary call went to the summary model's upstream, and it answered nothing else.
+    assert summarizing.summaries and summarizing.chats == summarizing.summaries
+    assert all(request.body["model"] == "small" for request in summarizing.summaries)
+    assert len(answering.chats) == 13 + answering.refused
+    assert not any(SUMMARY_INSTRUCTION in _sent(request)[-1][1] for request in answering.chats)
+    assert described["summary"]["model"] == "notes:small"
+    assert _sent(answering.chats[-1])[2][1].startswith(f"SUMMARY-{len(summarizing.summaries)}:")
