@@ -16,7 +16,7 @@ ASK = {"id": "u1", "role": "user", "content": '/call pick_color {"palette": "war
 
 
 def _post(url: str, run_id: str, messages: list[dict[str, Any]], **extra: Any) -> list[dict[str, Any]]:
-    body = {"threadId": "t1", "runId": run_id, "messages": messages, **extra}
+    body = {"threadId": "t1", "runId": run_id, "messages": messages, **extra}  # extra may name another thread
     response = httpx.post(f"{url}/agents/shop/ag-ui", json=body, timeout=30)
     assert response.status_code == 200, response.text
     return [json.loads(line[len("data: ") :]) for line in response.text.splitlines() if line]
@@ -27,8 +27,10 @@ def test_a_continuation_and_a_regenerate_name_the_run_they_follow(serve: Serve, 
         "model": "builtin:echo",
         "conversations": "server",
         "client_tools": {"pick_color": {"description": "Ask the user for a color."}},
+        "tools": {"get_weather": {"function": "tests.sample_tools:get_weather", "requires_approval": True}},
     }
-    url = serve(make_config({"shop": agent}, store={"url": store_url}))
+    secret = {"approval_secret": "a-secret-of-enough-length"}
+    url = serve(make_config({"shop": agent}, server=secret, store={"url": store_url}))
     first = _post(url, "r1", [ASK])  # ends waiting on the frontend tool
     call_id = next(e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
     answer = {"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": '{"color": "red"}'}
@@ -40,7 +42,13 @@ def test_a_continuation_and_a_regenerate_name_the_run_they_follow(serve: Serve, 
         f"{url}/agents/shop/ag-ui",
         json={"threadId": "t1", "runId": "r6", "messages": [], "forwardedProps": {"regenerate": "yes"}},
     )
-    check_ag_ui_events([*first, *second, *regenerated, *named, *follow_up])
+    weather = {"id": "w1", "role": "user", "content": '/call get_weather {"city": "Oslo"}'}
+    asked = _post(url, "r7", [weather], threadId="t2")  # ends on an approval request
+    (interrupt,) = asked[-1]["outcome"]["interrupts"]
+    approved = _post(url, "r8", [], threadId="t2", resume=[{"interruptId": interrupt["id"], "status": "resolved"}])
+    assert [e["type"] for e in approved].count("TOOL_CALL_RESULT") == 1
+    assert (asked[0].get("parentRunId"), approved[0]["parentRunId"]) == (None, "r7")
+    check_ag_ui_events([*first, *second, *regenerated, *named, *follow_up, *asked, *approved])
     parents = [run[0].get("parentRunId") for run in (first, second, regenerated, named, follow_up)]
     assert parents == [None, "r1", "r2", "mine", None]
     # the regenerate dropped the answer (r1's call, its result, r2's text) and answered the question again
