@@ -36,6 +36,9 @@ class ThreadCapabilities:
     """The client knows an answer by the message id its stream announced, so the stored turn keeps it (useChat)."""
     serves_messages: bool = False
     """``GET .../threads/{id}/messages`` answers with this protocol's ``ui_messages(history, agent)``."""
+    names_runs: bool = False
+    """The client names each run (AG-UI ``runId``): the thread keeps the last one, and a run that answers
+    or regenerates that run's turn gets it as ``RunInput.parent_run_id`` unless the client named a parent."""
 
 
 class UIProtocol(Protocol):

@@ -35,7 +35,7 @@ class AgUiProtocol:
     name = "ag-ui"
     route = "ag-ui"
     default_path = "/ag-ui"
-    threads = ThreadCapabilities(hydrates=True, snapshot_when_behind=True)
+    threads = ThreadCapabilities(hydrates=True, snapshot_when_behind=True, names_runs=True)
 
     def request_schema(self, ref_template: str) -> dict[str, Any]:
         """The JSON schema of a request body, ``RunAgentInput`` (for ``GET /openapi.json``)."""

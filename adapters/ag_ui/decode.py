@@ -14,6 +14,9 @@
 - ``RunInput.variables``: the keys of ``forwardedProps`` (when it is an object), over one entry per
   ``context`` item named by its ``description`` with its ``value``. Only variables the operator
   declared ``client_overridable`` (and ``instructions``, when allowed) are ever used.
+- ``forwardedProps.regenerate`` ``true`` asks a stored thread to drop its last answer and answer the last
+  user message again (AG-UI 1.0 has no regenerate of its own; useChat's is ``regenerate-message``); a
+  stateless agent answers the history as sent. Any other value than a boolean is a 422.
 - ``resume`` entries answer tool approval interrupts: ``resolved`` approves unless the payload is an
   object with ``"approved": false``; ``cancelled`` denies; a payload ``"reason"`` string is kept.
 """
@@ -28,6 +31,7 @@ from typing import Any
 
 import chatgate.adapters.ag_ui.wire as wire
 from chatgate.adapters.base import decode_body
+from chatgate.errors import RequestError
 from chatgate.files_store import REFERENCE_PREFIX, UPLOAD_PROVIDER, is_file_id
 from chatgate.history import (
     ActivityMessage,
@@ -73,7 +77,15 @@ def decode_request(body: bytes) -> RunInput:
         tools=tuple(_tool(tool) for tool in request.tools),
         variables=_variables(request),
         approvals=tuple(_approval(entry) for entry in request.resume),
+        regenerate=_regenerate(request.forwarded_props),
     )
+
+
+def _regenerate(forwarded_props: Any) -> bool:
+    value = forwarded_props.get("regenerate", False) if isinstance(forwarded_props, dict) else False
+    if not isinstance(value, bool):
+        raise RequestError(422, "invalid_regenerate", "forwardedProps.regenerate must be true or false")
+    return value
 
 
 def _message(message: Any, field: str) -> Message | None:

@@ -63,7 +63,11 @@ class SystemState:
 
 @dataclass(frozen=True, slots=True)
 class ThreadInfo:
-    """One thread's row: who owns it, its system message, revision and the run holding it, if any."""
+    """One thread's row: who owns it, its system message, revision and the run holding it, if any.
+
+    ``last_client_run`` is the client's id (AG-UI ``runId``) of the last run that took the thread, when
+    its protocol names runs: the parent of a run that answers or regenerates that run's turn.
+    """
 
     key: str
     owner: str
@@ -74,6 +78,7 @@ class ThreadInfo:
     active_run: str | None
     created_at: float
     updated_at: float
+    last_client_run: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +190,7 @@ class ThreadStore(Protocol):
         append: Sequence[NewMessage] = (),
         drop_from_seq: int | None = None,
         dead_run: bool = True,
+        client_run: str | None = None,
     ) -> ThreadInfo:
         """Make ``run_id`` the thread's one running run (creating the thread if ``revision`` is 0).
 
@@ -193,6 +199,7 @@ class ThreadStore(Protocol):
         (a regenerate) and appends ``append`` (the user's turn), so it is committed before the model runs.
         ``dead_run`` False says the thread as read at ``revision`` had no run: no dead run's partial turn
         then needs releasing (every change of run bumps the revision, so the read is still true).
+        ``client_run`` is the client's id for the run, kept as the thread's ``last_client_run``.
         """
         ...
 

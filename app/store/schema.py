@@ -124,4 +124,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at DOUBLE PRECISION NOT NULL
         )""",
     ),
+    # 6: the client's id (AG-UI ``runId``) of the last run that took the thread: a run that answers that
+    # run's pending tool calls or approvals, or regenerates its answer, names it as its parent.
+    ("ALTER TABLE threads ADD COLUMN last_client_run TEXT",),
 )

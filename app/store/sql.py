@@ -39,7 +39,9 @@ from chatgate.store.schema import MIGRATIONS
 
 __all__ = ["Engine", "SqlThreadStore", "Transaction"]
 
-_THREAD_COLUMNS = "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at"
+_THREAD_COLUMNS = (
+    "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at, last_client_run"
+)
 
 
 class Transaction(Protocol):
@@ -154,6 +156,7 @@ class SqlThreadStore:
         append: Sequence[NewMessage] = (),
         drop_from_seq: int | None = None,
         dead_run: bool = True,
+        client_run: str | None = None,
     ) -> ThreadInfo:
         """Take the thread for ``run_id`` and commit the user's turn; ``ThreadBusy`` if it cannot.
 
@@ -164,21 +167,21 @@ class SqlThreadStore:
         async with self._engine.transaction() as tx:
             if revision == 0:
                 rows = await tx.fetch(
-                    "INSERT INTO threads"
-                    " (key, owner, agent, id, revision, active_run, heartbeat, created_at, updated_at)"
-                    " VALUES ($1, $2, $3, $4, 1, $5, $6, $6, $6) ON CONFLICT (owner, agent, id) DO NOTHING"
-                    f" RETURNING {_THREAD_COLUMNS}",
+                    "INSERT INTO threads (key, owner, agent, id, revision, active_run, heartbeat, created_at,"
+                    " updated_at, last_client_run) VALUES ($1, $2, $3, $4, 1, $5, $6, $6, $6, $7)"
+                    f" ON CONFLICT (owner, agent, id) DO NOTHING RETURNING {_THREAD_COLUMNS}",
                     new_id("thr"),
                     owner,
                     agent,
                     thread_id,
                     run_id,
                     now,
+                    client_run,
                 )
             else:
                 rows = await tx.fetch(
-                    "UPDATE threads SET active_run = $1, heartbeat = $2, revision = revision + 1, updated_at = $2"
-                    " WHERE owner = $3 AND agent = $4 AND id = $5 AND revision = $6"
+                    "UPDATE threads SET active_run = $1, heartbeat = $2, revision = revision + 1, updated_at = $2,"
+                    " last_client_run = $8 WHERE owner = $3 AND agent = $4 AND id = $5 AND revision = $6"
                     f" AND (active_run IS NULL OR heartbeat < $7) RETURNING {_THREAD_COLUMNS}",
                     run_id,
                     now,
@@ -187,6 +190,7 @@ class SqlThreadStore:
                     thread_id,
                     revision,
                     now - STALE_RUN_SECONDS,
+                    client_run,
                 )
             if not rows:
                 raise ThreadBusy()  # created by another request since it was read, or held, or changed
@@ -410,6 +414,7 @@ def _as_thread(row: Mapping[str, Any]) -> ThreadInfo:
         active_run=row["active_run"],
         created_at=float(row["created_at"]),
         updated_at=float(row["updated_at"]),
+        last_client_run=row["last_client_run"],
     )
 
 

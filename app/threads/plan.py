@@ -18,6 +18,9 @@ the thread it follows that run, the one a duplicate's twin started; otherwise AG
 (the thread as ``MESSAGES_SNAPSHOT``) and useChat 422 ``nothing_to_answer``, unless the last stored
 message is a user message nobody answered (its run failed before saying anything), which a retry
 answers. ``regenerate`` drops the last assistant turn.
+
+A run that answers the last run's pending tool calls or approval requests, or regenerates its answer,
+follows that run (``ThreadPlan.follows_last_run``): AG-UI names it as ``RUN_STARTED.parentRunId``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class ThreadPlan:
     unanswered, each naming its call; ``behind`` says the client lacks stored messages (AG-UI then gets
     a snapshot first); ``message_id`` is the id of the assistant message the run writes (useChat's
     ``start.messageId``). Messages in ``history`` carry the ids clients know them by.
+    ``follows_last_run`` says the run answers the last run's pending tool calls or approvals, or
+    regenerates its answer: that run is its parent.
     """
 
     action: PlanAction
@@ -62,6 +67,7 @@ class ThreadPlan:
     behind: bool
     message_id: str
     continues: bool
+    follows_last_run: bool = False
 
 
 def plan_turn(
@@ -85,9 +91,11 @@ def plan_turn(
     pending = _pending_calls(history, server_tools, frontend=True)
     append: list[NewMessage] = []
     client = run_input.messages
+    answers_calls = False
     for index, message in enumerate(client):
         if isinstance(message, ToolMessage) and message.tool_call_id in pending:
             pending.discard(message.tool_call_id)
+            answers_calls = True
             answer = replace(message, id=new_id("msg"))
             append.append(NewMessage(answer, client_id=message.id or None))
         elif isinstance(message, UserMessage) and message.id not in known:
@@ -115,7 +123,8 @@ def plan_turn(
             action = "hydrate"
         elif not (history and isinstance(history[-1], UserMessage)):
             action = "refuse"
-    return ThreadPlan(action, tuple(append), None, full, approvals, behind, message_id, continues)
+    follows = action == "run" and (answers_calls or bool(approvals))
+    return ThreadPlan(action, tuple(append), None, full, approvals, behind, message_id, continues, follows)
 
 
 def nothing_to_answer() -> RequestError:
@@ -129,7 +138,9 @@ def _regenerate(stored: Sequence[StoredMessage]) -> ThreadPlan:
         raise RequestError(422, "nothing_to_regenerate", "the thread has no user message to answer again")
     drop = stored[last_user + 1].seq if last_user + 1 < len(stored) else None
     history = tuple(_public(message.message, message.public_id) for message in stored[: last_user + 1])
-    return ThreadPlan("run", (), drop, history, (), behind=True, message_id=new_id("msg"), continues=False)
+    return ThreadPlan(
+        "run", (), drop, history, (), behind=True, message_id=new_id("msg"), continues=False, follows_last_run=True
+    )
 
 
 def _new_approvals(

@@ -40,7 +40,7 @@ from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, T
 from chatgate.summaries import SummaryKeeper
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
-from chatgate.threads.plan import nothing_to_answer, plan_turn
+from chatgate.threads.plan import ThreadPlan, nothing_to_answer, plan_turn
 from chatgate.threads.recovery import RunRecovery
 from chatgate.threads.run import ThreadRun, TurnRecorder
 from chatgate.tracing import RunTrace
@@ -167,6 +167,7 @@ async def open_thread_turn(
                     append=plan.append,
                     drop_from_seq=plan.drop_from_seq,
                     dead_run=running,
+                    client_run=_client_run(run_input, protocol),
                 )
                 taken = True
                 break
@@ -193,6 +194,7 @@ async def open_thread_turn(
     )
     encode_input = replace(
         run_input,
+        parent_run_id=_parent_run(run_input, plan, known, protocol),
         continue_message_id=plan.message_id,
         snapshot=plan.history if plan.behind and protocol.threads.snapshot_when_behind else None,
     )
@@ -240,6 +242,19 @@ async def _follow(
     ending = partial(protocol.interrupted, agent.config)
     lost = partial(recovery.recover, known) if recovery is not None else None
     return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before), lost)
+
+
+def _client_run(run_input: RunInput, protocol: UIProtocol) -> str | None:
+    """The client's id for this run, kept on the thread: only a protocol whose client names runs, and of id size."""
+    run_id = run_input.run_id
+    return run_id if protocol.threads.names_runs and 0 < len(run_id) <= MAX_ID_LENGTH else None
+
+
+def _parent_run(run_input: RunInput, plan: ThreadPlan, known: ThreadInfo | None, protocol: UIProtocol) -> str | None:
+    """The run this one follows: the client's ``parentRunId`` if sent, else the last run it answers or regenerates."""
+    if run_input.parent_run_id or not protocol.threads.names_runs or not plan.follows_last_run or known is None:
+        return run_input.parent_run_id
+    return known.last_client_run
 
 
 async def _unchanged(store: ThreadStore, caller: Caller, agent: Agent, known: ThreadInfo) -> bool:

@@ -93,18 +93,22 @@ async def test_approvals_claimed_before_they_were_scoped_by_thread_are_kept(
 ) -> None:
     monkeypatch.setattr("chatgate.store.sql.MIGRATIONS", MIGRATIONS[:1])  # a store from before version 2
     old = await _store(store_url)
-    thread = await old.begin_run("k", "a", "t1", "run1", revision=0)
-    async with old._engine.transaction() as tx:  # as version 1 wrote it
+    async with old._engine.transaction() as tx:  # as version 1 wrote them (today's code writes later columns)
+        await tx.execute(
+            "INSERT INTO threads (key, owner, agent, id, created_at, updated_at) VALUES ('thr_1', 'k', 'a', 't1', 1, 1)"
+        )
         await tx.execute(
             "INSERT INTO approvals (approval_id, thread_key, claimed_at, outcome) VALUES ($1, $2, 1, $3)",
             "apr_1",
-            thread.key,
+            "thr_1",
             '{"ok": true}',
         )
     await old.close()
     monkeypatch.undo()
     store = await _store(store_url)
     try:
+        thread = await store.get_thread("k", "a", "t1")
+        assert thread is not None and thread.last_client_run is None  # migration 6 on a version-1 row
         assert await store.settled_approval("apr_1", thread) == '{"ok": true}'
         assert not await store.claim_approval("apr_1", thread)
     finally:

@@ -45,6 +45,16 @@ def test_only_answers_to_pending_frontend_calls_and_new_user_messages_are_kept()
     ]
     assert [m.id for m in plan.history[:2]] == ["u1", "a1"]  # the ids clients know
     assert plan.action == "run" and not plan.behind
+    assert plan.follows_last_run  # it answers the last run's call: that run is its parent
+
+
+def test_only_a_turn_that_answers_or_regenerates_the_last_run_follows_it() -> None:
+    def follows(run_input: RunInput) -> bool:
+        return plan_turn(STORED, run_input, protocol=ag_ui.threads, server_tools={"add"}).follows_last_run
+
+    assert not follows(RunInput((_user("u2", "next"),)))  # a new question alone
+    assert not follows(RunInput((ToolMessage("c2", "999", id="t2"),)))  # no client answers a server call
+    assert follows(RunInput((), regenerate=True))
 
 
 def test_agui_with_nothing_new_is_a_hydrate() -> None:
@@ -82,6 +92,7 @@ APPROVAL = ApprovalResponse("apr_token", True, tool_call_id="c2")
 def test_an_approval_of_a_pending_server_call_is_new() -> None:
     plan = plan_turn(STORED, RunInput((), approvals=(APPROVAL,)), protocol=vercel_ai.threads, server_tools={"add"})
     assert plan.action == "run" and plan.approvals == (APPROVAL,) and not plan.append
+    assert plan.follows_last_run
 
 
 @pytest.mark.parametrize(("protocol", "action"), [("vercel-ai", "refuse"), ("ag-ui", "hydrate")])
