@@ -76,6 +76,11 @@ async def test_the_page_lists_the_agents_and_a_turn_streams(page: Page, serve: S
     await expect(assistants(page).nth(1)).to_contain_text("Last user message: and again")
     await wait_status(page, "ready")
     await expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(2)
+    # each answer's usage, from its message.metadata: builtin:echo counts one input token per message
+    # it was sent (1, then 3) and one output token per word it streams back
+    await expect(assistants(page).get_by_test_id("usage")).to_have_text(
+        ["in 1 · out 8 tokens · echo", "in 3 · out 8 tokens · echo"]
+    )
     await expect(page.get_by_test_id("error")).to_be_hidden()
 
 

@@ -20,6 +20,8 @@ from chatgate.config import Config
 from tests.browser import recorded_page
 from tests.conftest import make_config
 from tests.mcp.real_servers import everything_stdio
+from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, sse_data
+from tests.providers.support import provider_table
 from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
 
 Serve = Callable[[Config], str]
@@ -189,3 +191,43 @@ async def test_a_model_failure_is_shown_to_the_user(page: Page, serve: Serve, us
     await expect(page.get_by_test_id("error")).to_have_text("The model failed.")
     await expect(page.get_by_test_id("status")).to_have_text("error")
     await expect(page.locator("[data-testid=message][data-role=assistant]")).to_contain_text("System prompt:")
+
+
+def _answer_reporting(text: str, prompt: int, completion: int, cached: int, reasoning: int) -> Reply:
+    """An OpenAI-compatible streamed answer of ``text`` whose usage chunk reports these token counts."""
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+    usage_chunk = sse_data({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+    return Reply([openai_chunk({"content": text}), openai_chunk({}, "stop"), usage_chunk, b"data: [DONE]\n\n"])
+
+
+@pytest.mark.parametrize("major", [5, 7], ids=lambda m: f"ai{m}")
+async def test_each_answer_shows_the_usage_its_upstream_reported(
+    page: Page, serve: Serve, usechat_dist: Path, major: int
+) -> None:
+    first = _answer_reporting("First.", 1234, 56, 1000, 7)
+    second = _answer_reporting("Second.", 2345, 67, 0, 0)
+    with fake_in_thread(first, second) as fake:
+        agent = {"model": "up:model-x", "vercel_ai_version": f"v{major}"}
+        base = serve(make_config({"bot": agent}, providers={"up": provider_table("openai", fake.url)}))
+        await open_usechat(page, usechat_dist, base, "bot", major)
+        usage = page.locator("[data-testid=message][data-role=assistant] [data-testid=usage]")
+        await send(page, "one")
+        await expect(usage).to_have_text(["in 1234 · out 56 tokens · 7 reasoning · 1000 cached · model-x"])
+        await wait_ready(page)
+        await send(page, "two")
+        await wait_ready(page)
+        # each answer keeps its own turn's numbers, from its own message.metadata
+        await expect(usage).to_have_text(
+            [
+                "in 1234 · out 56 tokens · 7 reasoning · 1000 cached · model-x",
+                "in 2345 · out 67 tokens · 0 reasoning · 0 cached · model-x",
+            ]
+        )
+    assert len(fake.requests) == 2  # one model call per turn
+    await expect(page.locator("[data-testid=message][data-role=user] [data-testid=usage]")).to_have_count(0)

@@ -439,7 +439,22 @@ function messageElement(message, busy) {
   if (status === "partial" || status === "error") {
     element.append(h("p", { class: "who", "data-testid": "message-status" }, [`(${status})`]));
   }
+  const usage = message.role === "assistant" ? usageLine(message.metadata) : null;
+  if (usage) element.append(h("p", { class: "usage", "data-testid": "usage" }, [usage]));
   return element;
+}
+
+// What the turn used, from chatgate's `finish.messageMetadata` ({usage, model, provider, costUsd?},
+// docs/protocols.md), which useChat keeps as `message.metadata`; null when the provider reported nothing.
+function usageLine(metadata) {
+  const usage = metadata?.usage;
+  if (!usage) return null;
+  const extras = [
+    usage.reasoningTokens !== undefined && `${usage.reasoningTokens} reasoning`,
+    usage.cachedInputTokens !== undefined && `${usage.cachedInputTokens} cached`,
+    metadata.costUsd !== undefined && `$${metadata.costUsd}`,
+  ].filter(Boolean);
+  return [`in ${usage.inputTokens}`, `out ${usage.outputTokens} tokens`, ...extras, metadata.model].join(" · ");
 }
 
 function partElement(part, message, busy) {

@@ -111,6 +111,23 @@ function Part({ part, chat }) {
   );
 }
 
+// chatgate's `finish.messageMetadata` (docs/protocols.md): {usage: {inputTokens, outputTokens, ...}, model,
+// provider, costUsd?}; useChat keeps it as `message.metadata`. Absent when the provider reported nothing.
+function Usage({ metadata }) {
+  const usage = metadata?.usage;
+  if (!usage) return null;
+  const extras = [
+    usage.reasoningTokens !== undefined && `${usage.reasoningTokens} reasoning`,
+    usage.cachedInputTokens !== undefined && `${usage.cachedInputTokens} cached`,
+    metadata.costUsd !== undefined && `$${metadata.costUsd}`,
+  ].filter(Boolean);
+  return (
+    <small data-testid="usage">
+      {[`in ${usage.inputTokens}`, `out ${usage.outputTokens} tokens`, ...extras, metadata.model].join(" · ")}
+    </small>
+  );
+}
+
 function App({ initialMessages }) {
   const chat = useChat({
     ...(thread ? { id: thread, resume: true } : {}),
@@ -135,6 +152,7 @@ function App({ initialMessages }) {
             {message.parts.map((part, index) => (
               <Part key={index} part={part} chat={chat} />
             ))}
+            {message.role === "assistant" && <Usage metadata={message.metadata} />}
           </li>
         ))}
       </ol>
