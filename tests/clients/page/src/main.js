@@ -206,8 +206,9 @@ function threadPath(id, tail = "") {
 
 async function refreshThreads() {
   if (!page.serverThreads) return;
-  const response = await api(`agents/${encodeURIComponent(page.agent.name)}/threads`);
-  if (response.ok) drawThreads((await response.json()).threads);
+  // A side read: a failed one (the network, a server going away) leaves the list as it was.
+  const response = await api(`agents/${encodeURIComponent(page.agent.name)}/threads`).catch(() => null);
+  if (response?.ok) drawThreads((await response.json()).threads);
 }
 
 function drawThreads(threads) {
@@ -269,8 +270,8 @@ const SYSTEM_KINDS = {
  * still runs: started through AG-UI, or too long to replay) is waited for, and the thread reloaded.
  */
 async function describeThread(id) {
-  const response = await api(threadPath(id));
-  if (!response.ok || page.chat?.id !== id) return;
+  const response = await api(threadPath(id)).catch(() => null); // a side read, like the list's
+  if (!response?.ok || page.chat?.id !== id) return;
   const thread = await response.json();
   const kind = SYSTEM_KINDS[thread.system?.kind];
   $("thread-system").textContent = kind ? `Now: ${kind(thread.system)}.` : "";
