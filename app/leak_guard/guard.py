@@ -177,10 +177,12 @@ class LeakGuard:
                 self._text_id, self._text = event.id, watch
             delta = event.delta
             shown = watch.feed(delta)
-            if shown is delta and not watch.leaks:  # the usual token: shown as it came
+            if watch.leaks:
+                out: RunEvent | None = (event if shown is delta else TextDelta(event.id, shown)) if shown else None
+                return self._after_leak(watch, "text", out)
+            if shown is delta:  # the usual token: shown as it came
                 return event
-            out: RunEvent | None = (event if shown is delta else TextDelta(event.id, shown)) if shown else None
-            return self._after_leak(watch, "text", out) if watch.leaks else out
+            return TextDelta(event.id, shown) if shown else None  # held back, or words held before released
         if isinstance(event, ReasoningDelta):
             watch = self._reasonings.get(event.id) or self._reasonings.setdefault(event.id, self._stream())
             shown = watch.feed(event.delta)

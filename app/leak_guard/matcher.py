@@ -16,8 +16,9 @@ digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
 Every token passes here, so the common cases are short (docs/performance.md, "The leak guard"): what a
 chunk is to a guarded text (``GuardedText.plan``) is worked out once and remembered. While no run is
 open and nothing is held (the stream is quiet), a chunk that leaves it so costs one dictionary lookup
-and goes out as it is; the usual `` word`` chunk takes a path inlined in ``feed``; the rest (a leak,
-the canary, JSON escapes, a word cut across chunks) goes the general way.
+and goes out as it is; the usual `` word`` chunk, found in a table of its own (``GuardedText.spaced_words``),
+takes a path inlined in ``feed``; the rest (a leak, the canary, JSON escapes, a word cut across chunks)
+goes the general way.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ a quiet stream whole and leaves it quiet, whether it is the usual `` word`` (not
 own, an unfinished word after a separator), whether that unfinished word could start a run, and the one
 word it normalizes to as it stands (None: several, or none)."""
 
+Spaced: TypeAlias = tuple[int, bool, str | None]
+"""A `` word`` chunk: where its unfinished word starts, whether that could start a run, its one word (see ``Plan``)."""
+
 _JSON_RUN = re.compile(r'(?:\\[\s\S]|[^"\\{}\[\],:])+')
 
 
@@ -106,6 +110,10 @@ class GuardedText:
     before), by chunk: where their unfinished last word starts (-1: none). A quiet stream's one lookup."""
     json_plans: dict[str, Plan] = field(default_factory=dict)
     """``plan``'s answers, by chunk of JSON text."""
+    spaced_words: dict[str, Spaced] = field(default_factory=dict)
+    """The usual `` word`` chunks of plain text (``Plan``'s spaced), by chunk: where their unfinished word
+    starts, whether it could start a run, and the one word it normalizes to. A stream with a run open looks
+    its chunk up here (one lookup and a three-tuple instead of the whole plan)."""
 
     @property
     def empty(self) -> bool:
@@ -171,6 +179,8 @@ class GuardedText:
             plans[delta] = plan
             if quiet and not glued:
                 self.quiet_tails[delta] = tail
+            if spaced and not json:
+                self.spaced_words[delta] = (tail, bool(may), plan[6])
         return plan
 
 
@@ -242,6 +252,7 @@ class StreamWatch:
         "_quiet",
         "_quiet_tails",
         "_redact",
+        "_spaced_words",
         "_starts",
         "_state",
         "_tail_word",
@@ -259,6 +270,7 @@ class StreamWatch:
         self._token = JSON_TOKEN if json else WORD
         self._plans: dict[str, Plan] = {} if json else guarded.plans  # JSON looks its plan up after ``_uncut``
         self._quiet_tails: dict[str, int] = {} if json else guarded.quiet_tails
+        self._spaced_words: dict[str, Spaced] = {} if json else guarded.spaced_words
         # Plain: text without a canary, no leak being swallowed, not stopped: the usual chunk goes the
         # short way. Quiet, besides: no run of the guarded text open and nothing held, so what a chunk
         # does depends on the chunk alone (``GuardedText.plan``).
@@ -294,6 +306,68 @@ class StreamWatch:
                 self._base = begin
                 self._pending = delta
                 return delta
+        if self._plain:
+            spaced = self._spaced_words.get(delta)
+            if spaced is not None:
+                # The usual chunk, " word": the unfinished word ends, a new one starts. The same steps as
+                # below and in ``_word``, inlined since nearly every token comes here; a leak found, or a word
+                # normalizing to several, goes the general way instead (nothing is changed before that).
+                tail, may, word = spaced
+                self._quiet = False  # a quiet stream gets here only with a chunk that is not one of ``quiet_tails``
+                state = self._state
+                partial = self._partial
+                begin = self._end
+                emitted = self._emitted
+                starts = self._starts
+                # An unfinished word that went out started no run, and none is open (else it was held).
+                if partial >= 0 and emitted != begin:
+                    previous = self._tail_word
+                    if previous is None:
+                        found = normalized(self._pending[partial - self._base :])
+                        previous = found[0] if len(found) == 1 else None
+                    guarded = self._guarded
+                    following = -1
+                    if previous is not None:
+                        following = guarded.moves[state].get(previous, -1)
+                        if following < 0:
+                            following = guarded.follow(state, previous)
+                        depth = guarded.depth[following]
+                        if depth == guarded.min_words:
+                            following = -1
+                        elif depth:
+                            starts.append(partial)
+                            if len(starts) > depth:
+                                del starts[:-depth]
+                        elif starts:
+                            starts.clear()
+                    if following >= 0:
+                        state = self._state = following
+                        partial = -1
+                if partial < 0 or emitted == begin:
+                    end = self._end = begin + len(delta)
+                    start = self._partial = begin + tail
+                    self._tail_word = word
+                    held = starts[0] if state else end
+                    if may and start < held:
+                        held = start
+                    if held < emitted:
+                        held = emitted
+                    self._emitted = held
+                    if emitted == begin:  # nothing was held before this chunk
+                        self._base = begin
+                        self._pending = delta
+                        if held == end:
+                            self._quiet = True  # nothing held: no run is open
+                            return delta
+                        return delta[: held - begin]
+                    base = self._base
+                    pending = self._pending + delta
+                    keep = start if start < held else held
+                    self._base = keep
+                    self._pending = pending[keep - base :]
+                    if held == end:
+                        self._quiet = True
+                    return pending[emitted - base : held - base]
         plan = self._plans.get(delta)
         if plan is None:
             if self._json:
@@ -303,7 +377,9 @@ class StreamWatch:
                 plan = self._guarded.json_plans.get(delta) or self._guarded.plan(delta, json=True)
             else:
                 plan = self._guarded.plan(delta)
-        glued, words, tail, quiet, spaced, may, word = plan
+                if delta in self._plans:  # a chunk seen for the first time: take the short ways now
+                    return self.feed(delta)
+        glued, words, tail, quiet, _, _, _ = plan
         if self._quiet:
             # A released unfinished word, complete as it is, starts no run (else it was held), but one
             # continued by this chunk may yet (a combining mark): that goes the general way.
@@ -315,64 +391,6 @@ class StreamWatch:
                 self._pending = delta
                 return delta
             self._quiet = False  # set again below when everything goes out
-        if spaced and self._plain:
-            # The usual chunk, " word": the unfinished word ends, a new one starts. The same steps as
-            # below and in ``_word``, inlined since nearly every token comes here; a leak found, or a word
-            # normalizing to several, goes the general way instead (nothing is changed before that).
-            state = self._state
-            partial = self._partial
-            begin = self._end
-            emitted = self._emitted
-            starts = self._starts
-            # An unfinished word that went out started no run, and none is open (else it was held).
-            if partial >= 0 and emitted != begin:
-                previous = self._tail_word
-                if previous is None:
-                    found = normalized(self._pending[partial - self._base :])
-                    previous = found[0] if len(found) == 1 else None
-                guarded = self._guarded
-                following = -1
-                if previous is not None:
-                    following = guarded.moves[state].get(previous, -1)
-                    if following < 0:
-                        following = guarded.follow(state, previous)
-                    depth = guarded.depth[following]
-                    if depth == guarded.min_words:
-                        following = -1
-                    elif depth:
-                        starts.append(partial)
-                        if len(starts) > depth:
-                            del starts[:-depth]
-                    elif starts:
-                        starts.clear()
-                if following >= 0:
-                    state = self._state = following
-                    partial = -1
-            if partial < 0 or emitted == begin:
-                end = self._end = begin + len(delta)
-                start = self._partial = begin + tail
-                self._tail_word = word
-                held = starts[0] if state else end
-                if may and start < held:
-                    held = start
-                if held < emitted:
-                    held = emitted
-                self._emitted = held
-                if emitted == begin:  # nothing was held before this chunk
-                    self._base = begin
-                    self._pending = delta
-                    if held == end:
-                        self._quiet = True  # nothing held: no run is open
-                        return delta
-                    return delta[: held - begin]
-                base = self._base
-                pending = self._pending + delta
-                keep = start if start < held else held
-                self._base = keep
-                self._pending = pending[keep - base :]
-                if held == end:
-                    self._quiet = True
-                return pending[emitted - base : held - base]
         if self.stopped:
             return ""
         if not delta:
