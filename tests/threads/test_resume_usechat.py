@@ -27,9 +27,9 @@ def _chat(url: str, chat_id: str, steps: list[dict[str, Any]], version: int, age
     return run_node_client("vercel_ai_thread.mjs", request)
 
 
-def drop_after_first_delta(url: str, chat_id: str) -> list[str]:
+def drop_after_first_delta(url: str, chat_id: str, text: str = _TEXT) -> list[str]:
     """Start a turn and hang up after its first text delta; the lines read until then."""
-    message = {"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}
+    message = {"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": text}]}
     body = {"id": chat_id, "message": message}
     lines: list[str] = []
     with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, timeout=30) as response:
@@ -71,7 +71,8 @@ def test_nothing_running_is_204(serve: Serve, store_url: str) -> None:
 
 def test_a_resume_replays_from_start_and_ends_with_done(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    first = drop_after_first_delta(url, "c1")
+    # Resumed at once from this process (no client to start): ~14 words, 2 s, leave room enough.
+    first = drop_after_first_delta(url, "c1", " ".join(_TEXT.split()[:8]))
     with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", timeout=30) as response:
         assert response.status_code == 200
         lines = [line for line in response.iter_lines() if line]
