@@ -16,13 +16,15 @@ _TEXT = " ".join(f"word{n}" for n in range(24))
 
 
 def _config(store_url: str) -> Config:
-    agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.15}}
-    return make_config({"bot": agent}, store={"url": store_url})
+    """``bot`` answers slowly, so a run is still going when the client comes back; ``quick`` is the same agent
+    without the delay, for the unbroken answer and for runs that only need to end."""
+    agent = {"model": "builtin:echo", "conversations": "server"}
+    return make_config({"bot": {**agent, "model_settings": {"delay": 0.15}}, "quick": agent}, store={"url": store_url})
 
 
-def _run(url: str, thread_id: str, messages: list[dict[str, Any]]) -> Any:
+def _run(url: str, thread_id: str, messages: list[dict[str, Any]], agent: str = "bot") -> Any:
     return run_node_client(
-        "ag_ui_run.mjs", {"url": f"{url}/agents/bot/ag-ui", "input": {"threadId": thread_id, "messages": messages}}
+        "ag_ui_run.mjs", {"url": f"{url}/agents/{agent}/ag-ui", "input": {"threadId": thread_id, "messages": messages}}
     )
 
 
@@ -45,7 +47,7 @@ def drop_after_first_delta(url: str, thread_id: str) -> list[dict[str, Any]]:
 
 def test_a_reconnect_follows_the_running_run_to_the_message_an_unbroken_one_gives(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    unbroken = _run(url, "whole", [_user("whole")])
+    unbroken = _run(url, "whole", [_user("whole")], agent="quick")
     dropped = drop_after_first_delta(url, "t1")
     assert httpx.get(f"{url}/agents/bot/threads/t1").json()["running"]
     resumed = _run(url, "t1", [_user("t1")])  # same threadId, nothing new: a reconnect
@@ -63,7 +65,7 @@ def test_a_reconnect_follows_the_running_run_to_the_message_an_unbroken_one_give
 
 def test_a_client_that_kept_the_partial_answer_gets_it_rebuilt_not_doubled(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    unbroken = _run(url, "whole", [_user("whole")])
+    unbroken = _run(url, "whole", [_user("whole")], agent="quick")
     dropped = drop_after_first_delta(url, "t1")
     start = next(event for event in dropped if event["type"] == "TEXT_MESSAGE_START")
     kept = {"id": start["messageId"], "role": "assistant", "content": dropped[-1]["delta"]}
@@ -74,6 +76,6 @@ def test_a_client_that_kept_the_partial_answer_gets_it_rebuilt_not_doubled(serve
 
 def test_once_the_run_is_over_a_reconnect_is_a_hydrate(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    _run(url, "t1", [_user("t1")])
-    hydrated = _run(url, "t1", [_user("t1")])
+    _run(url, "t1", [_user("t1")], agent="quick")
+    hydrated = _run(url, "t1", [_user("t1")], agent="quick")
     assert [e["type"] for e in hydrated["events"]] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]

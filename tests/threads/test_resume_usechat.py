@@ -16,23 +16,20 @@ _TEXT = " ".join(f"word{n}" for n in range(24))
 
 
 def _config(store_url: str, version: int = 6) -> Config:
-    agent = {
-        "model": "builtin:echo",
-        "conversations": "server",
-        "vercel_ai_version": f"v{version}",
-        "model_settings": {"delay": 0.15},
-    }
-    return make_config({"bot": agent}, store={"url": store_url})
+    """``bot`` answers slowly, so a run is still going when the client comes back; ``quick`` is the same agent
+    without the delay, for the unbroken answer and for turns that only need to end."""
+    agent = {"model": "builtin:echo", "conversations": "server", "vercel_ai_version": f"v{version}"}
+    return make_config({"bot": {**agent, "model_settings": {"delay": 0.15}}, "quick": agent}, store={"url": store_url})
 
 
-def _chat(url: str, chat_id: str, steps: list[dict[str, Any]], version: int, **extra: Any) -> Any:
-    request = {"url": f"{url}/agents/bot/chat", "version": version, "chatId": chat_id, "steps": steps, **extra}
+def _chat(url: str, chat_id: str, steps: list[dict[str, Any]], version: int, agent: str = "bot", **extra: Any) -> Any:
+    request = {"url": f"{url}/agents/{agent}/chat", "version": version, "chatId": chat_id, "steps": steps, **extra}
     return run_node_client("vercel_ai_thread.mjs", request)
 
 
-def drop_after_first_delta(url: str, chat_id: str) -> list[str]:
+def drop_after_first_delta(url: str, chat_id: str, text: str = _TEXT) -> list[str]:
     """Start a turn and hang up after its first text delta; the lines read until then."""
-    message = {"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": _TEXT}]}
+    message = {"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": text}]}
     body = {"id": chat_id, "message": message}
     lines: list[str] = []
     with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, timeout=30) as response:
@@ -43,12 +40,17 @@ def drop_after_first_delta(url: str, chat_id: str) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("version", [5, 6, 7])
+# Every ai version on SQLite, one on PostgreSQL: the version decides what the client sends and parses, the store
+# what the replay reads back, and neither depends on the other (the store's own resume paths are covered on both
+# stores by the tests below and by tests/threads/test_resume_ag_ui.py).
+@pytest.mark.parametrize(
+    ("store_url", "version"), [("sqlite", 5), ("sqlite", 6), ("sqlite", 7), ("postgres", 6)], indirect=["store_url"]
+)
 def test_a_dropped_stream_resumes_to_the_message_an_unbroken_one_gives(
     serve: Serve, store_url: str, version: int
 ) -> None:
     url = serve(_config(store_url, version))
-    unbroken = _chat(url, "whole", [{"sendMessage": {"text": _TEXT}}], version)["messages"][-1]
+    unbroken = _chat(url, "whole", [{"sendMessage": {"text": _TEXT}}], version, agent="quick")["messages"][-1]
     drop_after_first_delta(url, "c1")
     resumed = _chat(url, "c1", [{"resume": True}], version, messagesUrl=f"{url}/agents/bot/threads/c1/messages")
     request = resumed["requests"][0]
@@ -62,14 +64,15 @@ def test_a_dropped_stream_resumes_to_the_message_an_unbroken_one_gives(
 
 def test_nothing_running_is_204(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    assert httpx.get(f"{url}/agents/bot/chat/nothing/stream").status_code == 204
-    _chat(url, "c1", [{"sendMessage": {"text": "hi"}}], 6)
-    assert httpx.get(f"{url}/agents/bot/chat/c1/stream").status_code == 204  # its run is over
+    assert httpx.get(f"{url}/agents/quick/chat/nothing/stream").status_code == 204
+    _chat(url, "c1", [{"sendMessage": {"text": "hi"}}], 6, agent="quick")
+    assert httpx.get(f"{url}/agents/quick/chat/c1/stream").status_code == 204  # its run is over
 
 
 def test_a_resume_replays_from_start_and_ends_with_done(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    first = drop_after_first_delta(url, "c1")
+    # Resumed at once from this process (no client to start): ~14 words, 2 s, leave room enough.
+    first = drop_after_first_delta(url, "c1", " ".join(_TEXT.split()[:8]))
     with httpx.stream("GET", f"{url}/agents/bot/chat/c1/stream", timeout=30) as response:
         assert response.status_code == 200
         lines = [line for line in response.iter_lines() if line]
