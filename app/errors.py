@@ -132,8 +132,9 @@ class StoreUnavailable(ChatgateError):
 class StoreBusy(StoreUnavailable):
     """The store's database stayed locked by another connection past ``[store] lock_timeout_seconds``.
 
-    SQLite's "database is locked" (another process writing, or holding ``BEGIN EXCLUSIVE``) and
-    PostgreSQL's ``lock_timeout``/deadlock errors; transient like an outage, so retried where one is.
+    SQLite's "database is locked" (another process writing, or holding ``BEGIN EXCLUSIVE``),
+    PostgreSQL's ``lock_timeout``/deadlock errors, and every pooled PostgreSQL connection staying in
+    use as long; transient like an outage, so retried where one is.
     """
 
     code = "store_busy"

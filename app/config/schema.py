@@ -216,7 +216,8 @@ class StoreSettings(_Strict):
     url: str | None = Field(default=None, pattern=r"^(sqlite:///|postgres(ql)?://)")
     finish_on_disconnect: bool = True
     lock_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
-    """How long a statement waits for another connection's lock before the request gets 503 ``store_busy``."""
+    """How long a statement waits for another connection's lock (or, on PostgreSQL, a request for a free
+    pooled connection) before the request gets 503 ``store_busy``."""
 
 
 _MEDIA_TYPE = r"^[a-z0-9][a-z0-9!#$&^_.+-]*/([a-z0-9][a-z0-9!#$&^_.+-]*|\*)$"

@@ -4,10 +4,13 @@ Migrations take a transaction-scoped advisory lock, so replicas starting togethe
 Every connection has ``lock_timeout`` set (``[store] lock_timeout_seconds``): a statement that waits
 longer for another session's lock fails with ``StoreBusy`` (503 ``store_busy``), as SQLite's
 "database is locked" does, instead of waiting for ever; the migration lock alone waits unbounded.
+Waiting for a free pooled connection is bounded the same way: with all ``POOL_SIZE`` connections in
+use for ``lock_timeout_seconds``, the request gets ``StoreBusy`` too, never a hang.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +19,10 @@ import asyncpg  # type: ignore[import-untyped]
 
 from chatgate.errors import StoreBusy, StoreUnavailable
 
-__all__ = ["PostgresEngine"]
+__all__ = ["POOL_SIZE", "PostgresEngine"]
+
+POOL_SIZE = 10
+"""How many connections one process opens to PostgreSQL, at most (one when idle)."""
 
 _MIGRATION_LOCK_ID = 0x63686174  # "chat"
 
@@ -69,21 +75,48 @@ class PostgresEngine:
         f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})",
     )
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, *, lock_timeout: float = 10.0) -> None:
         self._pool = pool
+        self._lock_timeout = lock_timeout
+        # One permit per pooled connection: waiting here is waiting for a free one, bounded by
+        # ``lock_timeout``. Opening a connection stays outside the bound (a slow or unreachable
+        # server is an outage, ``StoreUnavailable``, not a busy store).
+        self._free = asyncio.Semaphore(POOL_SIZE)
 
     @classmethod
     async def open(cls, url: str, *, lock_timeout: float = 10.0) -> PostgresEngine:
-        """Connect a pool to ``url``; a statement waits at most ``lock_timeout`` seconds for a lock."""
+        """Connect a pool to ``url``; a statement waits at most ``lock_timeout`` seconds for a lock.
+
+        A request for a free pooled connection waits as long at most.
+        """
         settings = {"lock_timeout": f"{max(1, round(lock_timeout * 1000))}ms"}
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=10, reset=_no_reset_query, server_settings=settings)
-        return cls(pool)
+        pool = await asyncpg.create_pool(
+            url, min_size=1, max_size=POOL_SIZE, reset=_no_reset_query, server_settings=settings
+        )
+        return cls(pool, lock_timeout=lock_timeout)
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        try:
+            if self._free.locked():  # only a full pool pays for wait_for's task
+                await asyncio.wait_for(self._free.acquire(), self._lock_timeout)
+            else:
+                await self._free.acquire()
+        except TimeoutError as exc:
+            raise StoreBusy(
+                f"PostgreSQL: all {POOL_SIZE} pooled connections stayed in use for {self._lock_timeout:g}s"
+            ) from exc
+        try:
+            async with self._pool.acquire() as connection:
+                yield connection
+        finally:
+            self._free.release()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Transaction]:
         """A transaction on a pooled connection; ``StoreUnavailable`` when the server cannot be reached."""
         try:
-            async with self._pool.acquire() as connection, connection.transaction():
+            async with self._connection() as connection, connection.transaction():
                 yield _Transaction(connection)
         except (*_OUTAGE, *_BUSY) as exc:
             raise _unavailable(exc) from exc
@@ -92,7 +125,7 @@ class PostgresEngine:
     async def read(self) -> AsyncIterator[_Transaction]:
         """A pooled connection for one query, which is atomic without ``BEGIN`` and ``COMMIT`` trips."""
         try:
-            async with self._pool.acquire() as connection:
+            async with self._connection() as connection:
                 yield _Transaction(connection)
         except (*_OUTAGE, *_BUSY) as exc:
             raise _unavailable(exc) from exc

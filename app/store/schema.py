@@ -127,4 +127,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 6: the client's id (AG-UI ``runId``) of the last run that took the thread: a run that answers that
     # run's pending tool calls or approvals, or regenerates its answer, names it as its parent.
     ("ALTER TABLE threads ADD COLUMN last_client_run TEXT",),
+    # 7: the recovery sweep (``stalled_runs``) looks for running threads by heartbeat; a partial index
+    # holds only the threads with a run, so idle threads cost it nothing.
+    ("CREATE INDEX threads_by_heartbeat ON threads (heartbeat) WHERE active_run IS NOT NULL",),
 )

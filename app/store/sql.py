@@ -37,11 +37,14 @@ from chatgate.store.base import (
 from chatgate.store.codec import decode_message, encode_message
 from chatgate.store.schema import MIGRATIONS
 
-__all__ = ["Engine", "SqlThreadStore", "Transaction"]
+__all__ = ["STALLED_RUNS", "Engine", "SqlThreadStore", "Transaction"]
 
 _THREAD_COLUMNS = (
     "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at, last_client_run"
 )
+
+STALLED_RUNS = f"SELECT {_THREAD_COLUMNS} FROM threads WHERE heartbeat < $1 AND active_run IS NOT NULL LIMIT $2"
+"""The recovery sweep's query (``stalled_runs``); the partial index ``threads_by_heartbeat`` (migration 7) serves it."""
 
 
 class Transaction(Protocol):
@@ -251,11 +254,7 @@ class SqlThreadStore:
     async def stalled_runs(self, heartbeat_before: float, limit: int = 100) -> list[ThreadInfo]:
         """Threads whose run's heartbeat is older than ``heartbeat_before`` (NULL heartbeats are idle)."""
         async with self._engine.read() as tx:
-            rows = await tx.fetch(
-                f"SELECT {_THREAD_COLUMNS} FROM threads WHERE heartbeat < $1 AND active_run IS NOT NULL LIMIT $2",
-                heartbeat_before,
-                limit,
-            )
+            rows = await tx.fetch(STALLED_RUNS, heartbeat_before, limit)
         return [_as_thread(row) for row in rows]
 
     async def set_system(

@@ -8,22 +8,27 @@ After the stream started, a locked store ends the run in protocol with the same 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from chatgate.config import Config
 from chatgate.errors import StoreBusy
+from chatgate.store.postgres import POOL_SIZE
+from chatgate.web.app import ChatgateApp, create_app
 from tests import sample_tools
-from tests.conftest import make_config
+from tests.conftest import LiveServer, make_config
 from tests.e2e.approval_flows import events_of, executions
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, text_reply
 from tests.providers.support import provider_table
@@ -162,3 +167,68 @@ def test_a_store_locked_after_the_stream_started_ends_the_run_in_protocol_with_s
     assert executions(log) == 0  # the second call never ran
     assert [r for r in caplog.records if "locked by another" in r.getMessage()]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR and "not recorded" not in r.getMessage()]
+
+
+class _OnItsLoop:
+    """The app, remembering the event loop uvicorn runs it on (the lifespan call comes first)."""
+
+    def __init__(self, app: ChatgateApp) -> None:
+        self.app = app
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def every_pooled_connection_held(served: _OnItsLoop) -> Iterator[None]:
+    """Take all ``POOL_SIZE`` connections through the store's own engine, on the server's loop, until the end."""
+    assert served.loop is not None
+    engine = served.app.state.store.engine
+    held, release = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        async with AsyncExitStack() as stack:
+            for _ in range(POOL_SIZE):
+                await stack.enter_async_context(engine.read())
+            held.set()
+            await asyncio.to_thread(release.wait)
+
+    holding = asyncio.run_coroutine_threadsafe(hold(), served.loop)
+    try:
+        assert held.wait(timeout=30), holding
+        yield
+    finally:
+        release.set()
+        holding.result(timeout=30)
+
+
+@pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
+def test_a_request_finding_every_pooled_connection_in_use_is_503_store_busy(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before, a request waited for a free connection from the asyncpg pool for ever (a hung request).
+    agent = {"model": "builtin:echo", "conversations": "server"}
+    served = _OnItsLoop(create_app(make_config({"bot": agent}, store={"url": store_url, "lock_timeout_seconds": 0.1})))
+    server = LiveServer(served)
+    server.start()
+    first = {"id": "t1", "message": {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}}
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            assert client.post("/agents/bot/chat", json=first).status_code == 200
+            with caplog.at_level(logging.WARNING), every_pooled_connection_held(served):
+                busy = [client.post("/agents/bot/chat", json=AGAIN), client.get("/agents/bot/threads/t1/messages")]
+            for answer in busy:
+                assert answer.status_code == 503, answer.text
+                assert answer.json()["error"]["code"] == "store_busy", answer.text
+                assert answer.headers["retry-after"] == str(StoreBusy.retry_after)
+            stored = client.get("/agents/bot/threads/t1/messages").json()["messages"]
+            assert [message["role"] for message in stored] == ["user", "assistant"]  # the busy turn stored nothing
+            assert client.post("/agents/bot/chat", json=AGAIN).status_code == 200
+            assert len(client.get("/agents/bot/threads/t1/messages").json()["messages"]) == 4
+    finally:
+        server.stop()
+    pooled = [r for r in caplog.records if "pooled connections stayed in use" in r.getMessage()]
+    assert len(pooled) == len(busy), [r.getMessage() for r in caplog.records]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "a busy pool is no error with a traceback"

@@ -11,7 +11,7 @@ import pytest
 from chatgate.history import AssistantMessage, TextPart, UserMessage
 from chatgate.store import NewMessage, StoredSummary, SystemState, ThreadBusy, open_store
 from chatgate.store.schema import MIGRATIONS
-from chatgate.store.sql import SqlThreadStore
+from chatgate.store.sql import STALLED_RUNS, SqlThreadStore
 
 
 def _user(text: str, message_id: str = "u1") -> NewMessage:
@@ -341,5 +341,27 @@ async def test_a_summary_is_kept_by_the_run_holding_the_thread_and_goes_with_wha
         await store.finish_run(dropped, "run4", [], "complete")
         reset = await store.reset("k", "a", "t1", None, by=None, revision=None)
         assert await store.context_summary(reset) is None
+    finally:
+        await store.close()
+
+
+async def test_the_recovery_sweep_finds_running_threads_through_their_heartbeat_index(store_url: str) -> None:
+    # Migration 7's partial index; PostgreSQL's planner is told to avoid a scan if it can, as it would on a
+    # big table (on a tiny one a scan is cheaper). Before migration 7 both engines scanned threads.
+    store = await _store(store_url)
+    try:
+        await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("one")])
+        idle = await store.begin_run("k", "a", "t2", "run2", revision=0, append=[_user("two")])
+        await store.finish_run(idle, "run2", [AssistantMessage((TextPart("2"),), id="a2")], "complete")
+        async with store.engine.transaction() as tx:
+            if store_url.startswith("sqlite"):
+                rows = await tx.fetch(f"EXPLAIN QUERY PLAN {STALLED_RUNS}", 1e12, 100)
+                plan = " ".join(str(row["detail"]) for row in rows)
+            else:
+                await tx.execute("SET LOCAL enable_seqscan = off")
+                rows = await tx.fetch(f"EXPLAIN {STALLED_RUNS}", 1e12, 100)
+                plan = " ".join(str(row["QUERY PLAN"]) for row in rows)
+        assert "threads_by_heartbeat" in plan, plan
+        assert [thread.id for thread in await store.stalled_runs(1e12)] == ["t1"]
     finally:
         await store.close()
