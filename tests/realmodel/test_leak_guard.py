@@ -96,12 +96,11 @@ def test_the_model_repeats_its_prompt_without_the_guard(serve: Any, gemma: Llama
 
 
 def test_the_default_guard_shows_no_prompt_and_still_text(serve: Any, gemma: LlamaServer) -> None:
-    """Ten asks, five per protocol (greedy: each answer is the same every run, so more asks prove no more)."""
     url = serve(_config(gemma))
-    answers = [answer_text(_ask(url, PROTOCOLS[turn % 2], turn)) for turn in range(10)]
+    answers = [answer_text(_ask(url, PROTOCOLS[turn % 2], turn)) for turn in range(20)]
     assert [a for a in answers if shows_prompt(a)] == []
     texts = [a.replace("[redacted]", "").strip() for a in answers]
-    assert sum(1 for text in texts if _words(text)) >= 8, answers
+    assert sum(1 for text in texts if _words(text)) >= 15, answers
     assert all("[redacted]" in answer for answer in answers), answers
 
 
