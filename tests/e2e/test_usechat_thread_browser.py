@@ -50,11 +50,15 @@ def stored_agent(major: int, store: Path, app_origin: str, **settings: Any) -> C
     return make_config({"bot": bot}, store={"url": f"sqlite:///{store}"}, server={"cors_origins": [app_origin]})
 
 
+# A message's text without its usage line: usage comes with a live answer's ending, not the stored copy.
+_TEXT = "m => [...m.children].filter(c => c.dataset.testid !== 'usage').map(c => c.innerText).join('\\n')"
+
+
 async def shown(page: Page) -> list[tuple[str | None, str | None, str]]:
     """Each message on the page: (role, id, text)."""
     messages = page.get_by_test_id("message")
     return [
-        (await m.get_attribute("data-role"), await m.get_attribute("data-id"), await m.inner_text())
+        (await m.get_attribute("data-role"), await m.get_attribute("data-id"), await m.evaluate(_TEXT))
         for m in await messages.all()
     ]
 
