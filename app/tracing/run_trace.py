@@ -5,6 +5,9 @@ thread, which outlives its request); the runner reports to it once per model cal
 server tool call (``execute_tool {tool}``) and approval (``approval {tool}``). Children name their
 parent explicitly: the runner is an async generator, and an attached OpenTelemetry context would not
 survive its suspensions. Nothing here runs per token.
+
+The spans are ``RecordedSpan``s (``recorder.py``): plain data while they run, handed to the SDK's span
+processor as ``ReadableSpan``s as they end, without the SDK's ``Span`` and its locks in between.
 """
 
 from __future__ import annotations
@@ -14,9 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from chatgate.caller import Caller
@@ -30,6 +31,7 @@ from chatgate.tracing.content import messages_json, span_text
 if TYPE_CHECKING:
     from chatgate.providers import ModelRequest
     from chatgate.run_input import RunInput
+    from chatgate.tracing.recorder import RecordedSpan
     from chatgate.tracing.setup import Telemetry
 
 __all__ = ["SEMCONV_VERSION", "ModelCallTrace", "RunTrace", "ToolTrace", "TracedAgent"]
@@ -90,11 +92,10 @@ class RunTrace:
     __slots__ = (
         "_agent",
         "_attributes",
-        "_context",
         "_ended",
+        "_recorder",
         "_recording",
         "_settled",
-        "_tracer",
         "capture_content",
         "span",
         "trace_id",
@@ -109,7 +110,7 @@ class RunTrace:
         caller: Caller,
         headers: Mapping[str, str],
     ) -> None:
-        self._tracer = telemetry.tracer
+        self._recorder = recorder = telemetry.recorder
         self._agent = agent
         self.capture_content = telemetry.capture_content
         self._ended = False
@@ -139,13 +140,13 @@ class RunTrace:
             attributes["chatgate.prompt.version"] = _prompt_version(prompt.template)
         # A frontend's traceparent (W3C Trace Context) continues its trace.
         parent = _PROPAGATOR.extract(headers) if "traceparent" in headers else None
-        self.span = self._tracer.start_span(f"invoke_agent {agent.name}", context=parent, kind=SpanKind.SERVER)
-        self._attributes = attributes  # set on the span once, as it ends
+        self.span = span = recorder.start_run(f"invoke_agent {agent.name}", SpanKind.SERVER, parent)
+        span.attributes.update(attributes)
+        self._attributes = span.attributes
         # An unsampled run (sample_ratio, or a frontend's unsampled traceparent) records nothing: its
         # children are not started at all, and no attributes are worked out for them.
-        self._recording = self.span.is_recording()
-        self._context = trace.set_span_in_context(self.span, Context())
-        self.trace_id = format(self.span.get_span_context().trace_id, "032x")
+        self._recording = span.recording
+        self.trace_id = format(span.context.trace_id, "032x")
         request_trace = REQUEST_TRACE.get()
         if request_trace is not None:  # the request's log lines carry the trace id from now on
             request_trace.trace_id = self.trace_id
@@ -171,12 +172,12 @@ class RunTrace:
         if prompt is not None:  # as the agent's own prompt is described in __init__
             attributes["chatgate.prompt.kind"] = "static" if prompt.is_static else "template"
             attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
-        self.span.set_attributes(attributes)
+        self._attributes.update(attributes)
 
     def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
         """The ``chat {model}`` span of one model call, started now."""
         if not self._recording:
-            return ModelCallTrace(self.span, request.model, False, recording=False)
+            return ModelCallTrace(self.span, False, recording=False)
         config = self._agent.config
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -196,22 +197,25 @@ class RunTrace:
                 attributes[key] = value
         if self.capture_content:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
-        span = self._tracer.start_span(f"chat {request.model}", context=self._context, kind=SpanKind.CLIENT)
-        return ModelCallTrace(span, request.model, self.capture_content, attributes)
+        span = self._recorder.start_child(f"chat {request.model}", self.span, SpanKind.CLIENT)
+        span.attributes = attributes
+        return ModelCallTrace(span, self.capture_content)
 
     def approval_requested(self, call: ToolCallPart) -> None:
         """The run pauses for a human to approve ``call``: an event on the run's span."""
-        self.span.add_event(
-            "chatgate.approval.requested", {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
-        )
+        if self._recording:
+            self.span.add_event(
+                "chatgate.approval.requested", {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
+            )
 
     def approval(self, call: ToolCallPart) -> ToolTrace:
         """The ``approval {tool}`` span: a client's answer claimed, then the tool run (a child) or denied."""
         if not self._recording:
             return ToolTrace(self.span, False, recording=False)
         attributes: dict[str, Any] = {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.tool_call_id}
-        span = self._tracer.start_span(f"approval {call.name}", context=self._context)
-        return ToolTrace(span, False, attributes)
+        span = self._recorder.start_child(f"approval {call.name}", self.span)
+        span.attributes = attributes
+        return ToolTrace(span, False)
 
     def tool_call(
         self, call: ToolCallPart, within: ToolTrace | None = None, kind: Mapping[str, str] | None = None
@@ -232,9 +236,9 @@ class RunTrace:
         }
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = span_text(call.arguments)
-        context = trace.set_span_in_context(within.span, Context()) if within is not None else self._context
-        span = self._tracer.start_span(f"execute_tool {call.name}", context=context)
-        return ToolTrace(span, self.capture_content, attributes)
+        span = self._recorder.start_child(f"execute_tool {call.name}", within.span if within is not None else self.span)
+        span.attributes = attributes
+        return ToolTrace(span, self.capture_content)
 
     def finished(self, reason: str) -> None:
         """The run ended normally with ``reason``."""
@@ -245,7 +249,7 @@ class RunTrace:
         """The run ended with the protocol error ``code``/``message`` the client saw."""
         self._settled = True
         self._attributes.update({"error.type": code, "chatgate.error.code": code, "chatgate.error.message": message})
-        self.span.set_status(Status(StatusCode.ERROR, message))
+        self.span.status = Status(StatusCode.ERROR, message)
 
     def refused(self, error: BaseException) -> None:
         """The request was refused (or failed) before its run started; ends the span."""
@@ -267,28 +271,14 @@ class RunTrace:
             return
         if not self._settled:
             self._attributes.update({"error.type": "cancelled", "chatgate.run.finish_reason": "cancelled"})
-            self.span.set_status(Status(StatusCode.ERROR, "the run ended before it finished: cancelled"))
+            self.span.status = Status(StatusCode.ERROR, "the run ended before it finished: cancelled")
         self.end()
 
     def end(self) -> None:
         """End the run's span (once)."""
         if not self._ended:
             self._ended = True
-            _end(self.span, self._attributes)
-
-
-def _end(span: Span, attributes: dict[str, Any]) -> None:
-    """End ``span`` with ``attributes``, set in one call.
-
-    Each span's attributes are gathered in a plain dict while it runs and handed to the SDK once, as it
-    ends: every SDK call takes a lock and cleans what it is given (a span's work in the SDK is about
-    half of tracing's cost on the event loop). Not passed to ``start_span`` either: the SDK would
-    clean them twice (for the sampler and for the span), and no sampler chatgate uses reads them.
-    Nothing reads a span's attributes before it ends; a span that never ends is never exported.
-    """
-    if attributes:
-        span.set_attributes(attributes)
-    span.end()
+            self.span.end()
 
 
 @lru_cache(maxsize=256)
@@ -300,21 +290,11 @@ def _prompt_version(template: str) -> str:
 class ModelCallTrace:
     """The ``chat {model}`` span of one model call."""
 
-    __slots__ = ("_attributes", "_model", "_recording", "capture_content", "span")
+    __slots__ = ("_recording", "capture_content", "span")
 
-    def __init__(
-        self,
-        span: Span,
-        model: str,
-        capture_content: bool,
-        attributes: dict[str, Any] | None = None,
-        *,
-        recording: bool = True,
-    ) -> None:
+    def __init__(self, span: RecordedSpan, capture_content: bool, *, recording: bool = True) -> None:
         self.span = span
-        self._model = model
         self.capture_content = capture_content
-        self._attributes = attributes if attributes is not None else {}  # set on the span as it ends
         self._recording = recording  # False: ``span`` is the unsampled run's, left alone
 
     def ended(
@@ -328,7 +308,7 @@ class ModelCallTrace:
         if not self._recording:
             return
         span = self.span
-        attributes = self._attributes
+        attributes = span.attributes
         if finished is not None:
             attributes["gen_ai.response.finish_reasons"] = (finished.reason,)
             if finished.response_id:
@@ -344,36 +324,28 @@ class ModelCallTrace:
             if isinstance(error, Exception):
                 attributes["error.type"] = error_kind(error)
                 public = error.public_message if isinstance(error, ProviderError) else "model call failed"
-                span.set_status(Status(StatusCode.ERROR, public))
+                span.status = Status(StatusCode.ERROR, public)
                 span.add_event("exception", {"exception.type": type(error).__name__, "exception.message": str(error)})
             else:
                 attributes["error.type"] = "cancelled"
-        _end(span, attributes)
+        span.end()
 
 
 class ToolTrace:
     """The span of one tool call or approval."""
 
-    __slots__ = ("_attributes", "_recording", "capture_content", "span")
+    __slots__ = ("_recording", "capture_content", "span")
 
-    def __init__(
-        self,
-        span: Span,
-        capture_content: bool,
-        attributes: dict[str, Any] | None = None,
-        *,
-        recording: bool = True,
-    ) -> None:
+    def __init__(self, span: RecordedSpan, capture_content: bool, *, recording: bool = True) -> None:
         self.span = span
         self.capture_content = capture_content
-        self._attributes = attributes if attributes is not None else {}  # set on the span as it ends
         self._recording = recording  # False: ``span`` is the unsampled run's, left alone
 
     def ended(self, outcome: ToolResult | ToolDenied | None, label: str = "") -> None:
         """The tool ran (``ToolResult``), was denied, or (approval spans) ``label`` says what happened."""
         if not self._recording:
             return
-        attributes = self._attributes
+        attributes = self.span.attributes
         if label:
             attributes["chatgate.approval.outcome"] = label
         if isinstance(outcome, ToolResult):
@@ -381,5 +353,5 @@ class ToolTrace:
                 attributes["gen_ai.tool.call.result"] = span_text(outcome.content)
             if outcome.is_error:
                 attributes["error.type"] = "tool_error"
-                self.span.set_status(Status(StatusCode.ERROR, "the tool reported an error"))
-        _end(self.span, attributes)
+                self.span.status = Status(StatusCode.ERROR, "the tool reported an error")
+        self.span.end()

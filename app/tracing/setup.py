@@ -34,13 +34,20 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_
 
 
 class Telemetry:
-    """One app's tracer, its settings and its dropped-span counter; ``shutdown()`` flushes and stops it."""
+    """One app's tracer, its settings and its dropped-span counter; ``shutdown()`` flushes and stops it.
+
+    ``recorder`` records the runs' spans with what ``tracer`` (an SDK tracer) holds: its sampler, ids,
+    resource, scope, limits and span processor.
+    """
 
     def __init__(self, settings: TelemetrySettings, provider: TracerProvider, tracer: Tracer, dropped: Counter) -> None:
         self.settings = settings
         self.capture_content = settings.capture_content
         self.tracer = tracer
         self.dropped = dropped
+        from chatgate.tracing.recorder import SpanRecorder  # needs the SDK: imported only when tracing is on
+
+        self.recorder = SpanRecorder(tracer)
         self._provider = provider
 
     async def shutdown(self) -> None:
