@@ -13,7 +13,7 @@ import asyncio
 import math
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from chatgate.errors import RequestError
@@ -65,6 +65,13 @@ class AdmissionCheck(Protocol):
 
     def precheck_failed(self, error: Exception) -> None:
         """Redis did not answer that read: raise the refusal, or return to let the request through unchecked."""
+
+    def release_with_spend(self, slots_key: str, member: str, released: Callable[[], None]) -> None:
+        """The slot it was read with (``member`` of the sorted set ``slots_key``) may go back with the run's last spend.
+
+        The run's last write to Redis then removes the member in the same script and calls ``released``, so
+        the slot's own release after the response's last byte costs no round trip (docs/performance.md).
+        """
 
 
 class Limits(Protocol):

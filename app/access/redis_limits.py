@@ -3,7 +3,9 @@
 ``rpm`` is a sorted set of admitted request times per key (a sliding 60 s window, read on Redis's clock
 so replicas with skewed clocks agree). A stream slot is a member of a sorted set scored by its expiry:
 a running stream pushes its expiry forward every ``SLOT_REFRESH_SECONDS``, so the slots of a replica
-that crashed expire within ``SLOT_TTL_SECONDS`` instead of blocking the key for good.
+that crashed expire within ``SLOT_TTL_SECONDS`` instead of blocking the key for good. A slot taken
+with a run's budget read goes back with the run's last spend, in the script that counts it (app/usage/):
+its release after the response's last byte then finds it gone and sends nothing.
 
 When Redis does not answer, ``[server] redis_failure`` decides: ``"closed"`` refuses with 503, ``"open"``
 lets the request through uncounted.
@@ -109,12 +111,16 @@ class _RedisSlot:
             except _FAILURES as exc:
                 logger.warning("could not refresh a stream slot in Redis (%s)", type(exc).__name__)
 
+    def released(self) -> None:
+        """The slot's member was removed by another script (the run's last spend): ``release`` has nothing to do."""
+        self._held = False
+
     async def release(self) -> None:
         if not self._held:
             return
         self._held = False
         try:
-            await self._client.zrem(self._key, self._member)
+            await self._client.zrem(self._key, self._member)  # removing a removed member is harmless
         except _FAILURES as exc:
             logger.warning("could not release a stream slot in Redis (%s); it expires on its own", type(exc).__name__)
 
@@ -175,6 +181,8 @@ class RedisLimits:
                 raise
         if not held:
             raise too_many_streams(key_id, most)
+        if check is not None and reads:
+            check.release_with_spend(key, member, slot.released)
         return slot
 
     def _unavailable(self, exc: BaseException) -> None:

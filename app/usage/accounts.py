@@ -4,6 +4,8 @@
 ``RunAccount`` is one run's: the runner asks ``check()`` before each model call, tells ``add()`` each
 call's usage, and ``close()`` before the run's last event (the spend counted; the ledger row then
 written in the background). A run that ends otherwise (failure, hang-up) is closed by ``finish()``.
+With budgets and stream slots both in Redis, the script that counts the run's last spend also gives
+back its stream slot (``release_with_spend``): one round trip where there were two.
 """
 
 from __future__ import annotations
@@ -182,6 +184,7 @@ class RunAccount:
         self._checked = False  # the request was checked before its stream: the first call needs no check
         self._closed = False
         self._admitted_at = datetime.now(UTC)  # the windows ``admission_keys`` names
+        self._slot: _SlotRelease | None = None  # the stream slot the last spend gives back
 
     async def precheck(self) -> None:
         """The check before the response starts (a refusal is then a plain 429)."""
@@ -211,6 +214,14 @@ class RunAccount:
         self._accounts.unavailable(error)
         self._checked = True
 
+    def release_with_spend(self, slots_key: str, member: str, released: Callable[[], None]) -> None:
+        """The run's stream slot (``member`` of ``slots_key``) goes back with the spend ``close()`` counts.
+
+        Only a close that writes spend removes it (then calls ``released``); otherwise the access layer
+        releases the slot after the response's last byte, as it does for every slot.
+        """
+        self._slot = _SlotRelease(slots_key, member, released)
+
     async def check(self) -> None:
         """Before a model call: the spend so far counted, then every budget checked."""
         await self._count()
@@ -229,7 +240,7 @@ class RunAccount:
         """What the run's calls cost so far (None: none priced)."""
         return self._cost
 
-    async def _count(self) -> None:
+    async def _count(self, *, last: bool = False) -> None:
         pending, self._pending = self._pending, RunUsage()
         if not pending.calls:
             return
@@ -241,10 +252,14 @@ class RunAccount:
         if not self._budgets or not pending.reported:
             return
         micro_usd = round((cost or 0.0) * _MICRO)
+        scopes, counters, now = [s.scope for s in self._budgets], self._accounts.counters, datetime.now(UTC)
+        slot = self._slot if last else None
         try:
-            await self._accounts.counters.add(
-                [s.scope for s in self._budgets], pending.total_tokens, micro_usd, datetime.now(UTC)
-            )
+            if slot is not None and isinstance(counters, RedisCounters):
+                await counters.add_and_release(scopes, pending.total_tokens, micro_usd, now, slot.key, slot.member)
+                slot.released()
+            else:
+                await counters.add(scopes, pending.total_tokens, micro_usd, now)
         except RedisError as exc:
             logger.warning("run %r: spend not counted against budgets, Redis is unavailable: %s", self._run_id, exc)
 
@@ -256,7 +271,7 @@ class RunAccount:
         if self._closed:
             return self._cost
         self._closed = True
-        await self._count()
+        await self._count(last=True)
         if self.usage.calls:
             _in_background(self._record())
         return self._cost
@@ -297,6 +312,15 @@ class RunAccount:
             except Exception:  # any other database error: the run's usage is lost, nothing else
                 logger.exception("run %r: usage not recorded", self._run_id)
                 return
+
+
+@dataclass(frozen=True, slots=True)
+class _SlotRelease:
+    """A run's stream slot in Redis, to give back with its last spend, and whom to tell it went back."""
+
+    key: str
+    member: str
+    released: Callable[[], None]
 
 
 def _in_background(work: Coroutine[Any, Any, Any]) -> None:

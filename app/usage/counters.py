@@ -68,8 +68,8 @@ class MemoryCounters:
         }
 
 
-_ADD = """
-for i = 1, #KEYS, 4 do
+_ADD_BODY = """
+for i = FIRST, #KEYS, 4 do
   redis.call('INCRBY', KEYS[i], ARGV[1])
   redis.call('INCRBY', KEYS[i + 1], ARGV[2])
   redis.call('INCRBY', KEYS[i + 2], ARGV[1])
@@ -80,7 +80,10 @@ for i = 1, #KEYS, 4 do
   redis.call('EXPIREAT', KEYS[i + 3], ARGV[4])
 end
 """
+_ADD = _ADD_BODY.replace("FIRST", "1")
 """KEYS: per scope, its day's tokens and micro-dollars, then its month's; ARGV: the two amounts, the two expiries."""
+_ADD_AND_RELEASE = "redis.call('ZREM', KEYS[1], ARGV[5])" + _ADD_BODY.replace("FIRST", "2")
+"""As ``_ADD`` after KEYS[1], a stream slots' sorted set, whose member ARGV[5] it removes (the run's slot)."""
 
 
 class RedisCounters:
@@ -89,6 +92,7 @@ class RedisCounters:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
         self._add = client.register_script(_ADD)
+        self._add_and_release = client.register_script(_ADD_AND_RELEASE)
 
     @staticmethod
     def keys(scopes: Sequence[str], now: datetime) -> list[str]:
@@ -102,9 +106,14 @@ class RedisCounters:
 
     async def add(self, scopes: Sequence[str], tokens: int, micro_usd: int, now: datetime) -> None:
         """``INCRBY`` both measures of each window (atomic, one round trip); a key expires a day after its window."""
-        day_expiry = int((window_end("day", now) + timedelta(days=1)).timestamp())
-        month_expiry = int((window_end("month", now) + timedelta(days=1)).timestamp())
-        await self._add(keys=self.keys(scopes, now), args=[tokens, micro_usd, day_expiry, month_expiry])
+        await self._add(keys=self.keys(scopes, now), args=[tokens, micro_usd, *_expiries(now)])
+
+    async def add_and_release(
+        self, scopes: Sequence[str], tokens: int, micro_usd: int, now: datetime, slots_key: str, member: str
+    ) -> None:
+        """``add``, and in the same script remove ``member`` from the sorted set ``slots_key`` (a run's stream slot)."""
+        keys = [slots_key, *self.keys(scopes, now)]
+        await self._add_and_release(keys=keys, args=[tokens, micro_usd, *_expiries(now), member])
 
     async def spent(self, scopes: Sequence[str], now: datetime) -> dict[tuple[str, Window], Spend]:
         """One ``MGET`` of every window's two counters."""
@@ -120,3 +129,11 @@ class RedisCounters:
                 spent[(scope, window)] = Spend(int(values[index] or 0), int(values[index + 1] or 0))
                 index += 2
         return spent
+
+
+def _expiries(now: datetime) -> tuple[int, int]:
+    """When the current day's and month's counters expire: a day after their window ends (Unix seconds)."""
+    return (
+        int((window_end("day", now) + timedelta(days=1)).timestamp()),
+        int((window_end("month", now) + timedelta(days=1)).timestamp()),
+    )

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from redis import Redis
 
 from chatgate.config import Config
 from tests.conftest import ChatgateProcess, make_config
-from tests.providers.fakes import fake_in_thread
+from tests.providers.fakes import Reply, fake_in_thread, openai_chunk
 from tests.providers.support import provider_table
 from tests.providers.tool_calls_cut import RECORD_TOOL, arguments_for, openai_call, runs_of
 from tests.usage.support import PRICING, answer, chat, chunks, headers, keys, wait_for_runs
@@ -101,6 +104,77 @@ def test_with_stream_slots_in_redis_the_budget_is_read_with_the_slot_and_a_refus
     assert read_alone == 0  # the budget was read by the script that takes the stream slot, never on its own
     assert redis.zcard(f"chatgate:streams:{key_id}") == 0  # the slot the refused request took went back
     redis.close()
+
+
+def test_a_budgeted_run_gives_its_slot_back_with_its_spend_and_a_cut_off_run_still_frees_its_slot(
+    chatgate_process: ChatgateProcess, redis_url: str, tmp_path: Path
+) -> None:
+    key_id = f"k-{secrets.token_hex(4)}"
+    secret = "budget-fold-secret-0123456789"
+    redis = Redis.from_url(redis_url)
+    slots = f"chatgate:streams:{key_id}"
+    silent = Reply([openai_chunk({"content": "Hel"})], ending="silent")  # streams a word, then waits
+    with fake_in_thread(answer(), answer(), answer(), silent) as fake:
+        config = tmp_path / "chatgate.toml"
+        config.write_text(
+            f'[server]\nredis_url = "{redis_url}"\n\n'
+            f'[providers.up]\nkind = "openai"\nbase_url = "{fake.url}"\napi_key = "sk-test"\nretries = 0\n\n'
+            '[agents.bot]\nmodel = "up:model-x"\n\n'
+            f'[[keys]]\nid = "{key_id}"\nkey = "{secret}"\nmax_concurrent_streams = 2\n'
+            "budget = { tokens_per_day = 100000 }\n"
+        )
+        url, _ = chatgate_process("--config", str(config))
+        auth = {"authorization": f"Bearer {secret}"}
+        body = {"id": "c", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
+
+        def ask() -> None:
+            assert httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30).status_code == 200
+
+        ask()  # loads the scripts into Redis (EVALSHA, then SCRIPT LOAD and EVALSHA again)
+        with _commands_naming(redis_url, key_id) as sent:
+            ask()
+            ask()
+        # Each run: the script taking the slot (and reading the budget), the one counting its spend and
+        # giving the slot back. No ZREM of its own after the last byte.
+        assert sent == ["EVALSHA"] * 4
+        assert redis.zcard(slots) == 0
+        assert int(redis.get(f"chatgate:spend:key:{key_id}:{datetime.now(UTC):%Y-%m-%d}:tokens") or 0) == 360
+
+        # Cut off mid-answer, before any spend: the slot goes back the usual way, after the stream.
+        with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30) as response:
+            for line in response.iter_lines():
+                if "text-delta" in line:
+                    assert redis.zcard(slots) == 1
+                    break
+        deadline = time.monotonic() + 15
+        while redis.zcard(slots):
+            assert time.monotonic() < deadline, "the cut-off run's slot was never released"
+            time.sleep(0.02)
+    assert len(fake.requests) == 4
+    redis.close()
+
+
+@contextmanager
+def _commands_naming(redis_url: str, word: str) -> Iterator[list[str]]:
+    """The names of the commands clients (not scripts) sent to Redis naming ``word`` in the block (MONITOR)."""
+    sent: list[str] = []
+    end = f"end-{secrets.token_hex(4)}"
+    with Redis.from_url(redis_url).monitor() as monitor:
+
+        def listen() -> None:
+            for command in monitor.listen():
+                if end in command["command"]:
+                    return
+                if command["client_type"] != "lua" and word in command["command"]:
+                    sent.append(command["command"].split(" ", 1)[0].upper())
+
+        listening = threading.Thread(target=listen, daemon=True)
+        listening.start()
+        yield sent
+        with Redis.from_url(redis_url) as client:
+            client.echo(end)  # MONITOR shows commands in the order Redis ran them: the block's come before
+        listening.join(15)
+        assert not listening.is_alive()
 
 
 def test_the_agent_budget_lets_the_current_answer_finish_and_refuses_the_next_call_in_protocol(
