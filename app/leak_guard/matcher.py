@@ -16,9 +16,9 @@ digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
 Every token passes here, so the common cases are short (docs/performance.md, "The leak guard"): what a
 chunk is to a guarded text (``GuardedText.plan``) is worked out once and remembered. While no run is
 open and nothing is held (the stream is quiet), a chunk that leaves it so costs one dictionary lookup
-and goes out as it is; the usual `` word`` chunk, found in a table of its own (``GuardedText.spaced_words``),
-takes a path inlined in ``feed``; the rest (a leak, the canary, JSON escapes, a word cut across chunks)
-goes the general way.
+and goes out as it is (``LeakGuard.filter`` inlines that step); the usual `` word`` chunk, found in a
+table of its own (``GuardedText.spaced_words``), takes a path inlined in ``feed``; the rest (a leak, the
+canary, JSON escapes, a word cut across chunks) goes the general way.
 """
 
 from __future__ import annotations
@@ -108,6 +108,9 @@ class GuardedText:
     quiet_tails: dict[str, int] = field(default_factory=dict)
     """The plain chunks that pass a quiet stream whole whatever came before (quiet, not glued to the word
     before), by chunk: where their unfinished last word starts (-1: none). A quiet stream's one lookup."""
+    quiet_chunks: dict[str, int] = field(default_factory=dict)
+    """``quiet_tails`` and the quiet chunks glued to the word before (``word ``), by chunk: what a quiet
+    stream that ended between words looks its chunk up in instead."""
     json_plans: dict[str, Plan] = field(default_factory=dict)
     """``plan``'s answers, by chunk of JSON text."""
     spaced_words: dict[str, Spaced] = field(default_factory=dict)
@@ -177,8 +180,10 @@ class GuardedText:
         plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
         if len(plans) < _PLANS:
             plans[delta] = plan
-            if quiet and not glued:
-                self.quiet_tails[delta] = tail
+            if quiet:
+                self.quiet_chunks[delta] = tail
+                if not glued:
+                    self.quiet_tails[delta] = tail
             if spaced and not json:
                 self.spaced_words[delta] = (tail, bool(may), plan[6])
         return plan
@@ -250,6 +255,7 @@ class StreamWatch:
         "_plain",
         "_plans",
         "_quiet",
+        "_quiet_chunks",
         "_quiet_tails",
         "_redact",
         "_spaced_words",
@@ -270,6 +276,7 @@ class StreamWatch:
         self._token = JSON_TOKEN if json else WORD
         self._plans: dict[str, Plan] = {} if json else guarded.plans  # JSON looks its plan up after ``_uncut``
         self._quiet_tails: dict[str, int] = {} if json else guarded.quiet_tails
+        self._quiet_chunks: dict[str, int] = {} if json else guarded.quiet_chunks
         self._spaced_words: dict[str, Spaced] = {} if json else guarded.spaced_words
         # Plain: text without a canary, no leak being swallowed, not stopped: the usual chunk goes the
         # short way. Quiet, besides: no run of the guarded text open and nothing held, so what a chunk
@@ -298,7 +305,9 @@ class StreamWatch:
     def feed(self, delta: str) -> str:
         """Take ``delta``; return what may be shown now (``delta`` itself when nothing is held)."""
         if self._quiet:  # the usual chunk of an answer that quotes nothing: one lookup, shown as it came
-            tail = self._quiet_tails.get(delta)
+            # Between words (the last chunk ended on a separator) a chunk glued to what came before passes
+            # too: ``word `` chunks, the other usual shape.
+            tail = (self._quiet_tails if self._partial >= 0 else self._quiet_chunks).get(delta)
             if tail is not None:
                 begin = self._end
                 self._end = self._emitted = begin + len(delta)
