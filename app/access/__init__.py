@@ -20,7 +20,7 @@ from chatgate.access.gate import (
     signing_keys_ready,
 )
 from chatgate.access.keys import USER_HEADER, KeyRing
-from chatgate.access.request_limits import check_request_limits, read_body
+from chatgate.access.request_limits import check_request_limits, read_body, read_within
 from chatgate.config import Config
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "check_request_limits",
     "hold_stream_slot",
     "read_body",
+    "read_within",
     "resolve_agent",
     "signing_keys_ready",
 ]

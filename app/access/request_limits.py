@@ -26,20 +26,24 @@ from chatgate.history import (
 from chatgate.run_input import RunInput
 from chatgate.strict_json import dump_json
 
-__all__ = ["check_request_limits", "read_body"]
+__all__ = ["check_request_limits", "read_body", "read_within"]
 
 
 async def read_body(request: Request, settings: ServerSettings) -> bytes:
     """The body of ``request``, refused with a 413 before more than ``[server] max_body_bytes`` is read."""
-    limit = settings.max_body_bytes
+    return await read_within(request, settings.max_body_bytes, _body_too_large(settings.max_body_bytes))
+
+
+async def read_within(request: Request, limit: int, refusal: RequestError) -> bytes:
+    """The body of ``request``, ``refusal`` raised as soon as it is known to pass ``limit`` (declared or read)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise _body_too_large(limit)
+        raise refusal
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise _body_too_large(limit)
+            raise refusal
     return bytes(body)
 
 

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import resolve_agent
+from chatgate.access import read_within, resolve_agent
 from chatgate.caller import caller_of
 from chatgate.config import FilesSettings
 from chatgate.errors import RequestError
@@ -103,7 +103,7 @@ async def _upload(request: Request) -> Response:
     content_type = request.headers.get("content-type", "")
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == "multipart/form-data":
-        body = await _read(request, settings, settings.max_bytes + _MULTIPART_SLACK)
+        body = await read_within(request, settings.max_bytes + _MULTIPART_SLACK, _too_large(settings))
         media_type, name, data = await _one_file(request, body)
     else:
         if not media_type:
@@ -112,7 +112,7 @@ async def _upload(request: Request) -> Response:
                 "unsupported_media_type",
                 "send the file as multipart/form-data or as the body with its content-type",
             )
-        data = await _read(request, settings, settings.max_bytes)
+        data = await read_within(request, settings.max_bytes, _too_large(settings))
         name = request.query_params.get("name")
     if len(data) > settings.max_bytes:
         raise _too_large(settings)
@@ -167,19 +167,6 @@ def _too_large(settings: FilesSettings) -> RequestError:
         f"the file is larger than [files] max_bytes = {settings.max_bytes} bytes",
         [{"limit": "max_bytes", "allowed": str(settings.max_bytes)}],
     )
-
-
-async def _read(request: Request, settings: FilesSettings, limit: int) -> bytes:
-    """The body, refused with a 413 as soon as it is known to pass ``limit`` (declared or streamed)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(settings)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(settings)
-    return bytes(body)
 
 
 async def _one_file(request: Request, body: bytes) -> tuple[str, str | None, bytes]:
