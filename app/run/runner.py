@@ -228,11 +228,9 @@ async def run_agent(
                     view = budget.view(history, request.tools, thread, limit=limit, summary=summary, fold=fold)
                     if view.fold_to and summaries is not None:
                         written, spent = await _summarize(
-                            agent, budget, summaries, run_input, view, history, metrics, account
+                            agent, budget, summaries, run_input, view, history, metrics, account, tally
                         )
-                        if spent is not None and agent.summary_model is not None:
-                            summary_provider = agent.summary_model.label.partition(":")[0]
-                            tally.add(summary_provider, agent.summary_model.model, spent)
+                        if spent is not None:
                             yield spent  # the run's usage on the stream includes the summary's
                         if written is not None:
                             view = budget.view(history, request.tools, thread, summary=written)
@@ -451,6 +449,7 @@ async def _summarize(
     history: list[Message],
     metrics: Metrics | None,
     account: RunAccount | None,
+    tally: UsageTally,
 ) -> tuple[ContextSummary | None, Usage | None]:
     """Have the summary model fold ``view``'s turns into the thread's summary, and the call's usage.
 
@@ -498,6 +497,7 @@ async def _summarize(
             meter.ended(None, usage, failure)  # not streamed to anyone: no time to first token
         if account is not None:
             account.add(usage)
+        tally.add(writer.provider.name, writer.model, usage)
     stored = await summaries.save(summary)
     logger.info(
         "agent %r run %r: summarized %d messages (%d covered in all) into about %d tokens%s",
