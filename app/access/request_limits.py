@@ -8,6 +8,8 @@ ask a model to read, whatever the protocol. Each refusal is a 413 naming the lim
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.requests import Request
 
 from chatgate.config import ServerSettings
@@ -31,19 +33,19 @@ __all__ = ["check_request_limits", "read_body", "read_within"]
 
 async def read_body(request: Request, settings: ServerSettings) -> bytes:
     """The body of ``request``, refused with a 413 before more than ``[server] max_body_bytes`` is read."""
-    return await read_within(request, settings.max_body_bytes, _body_too_large(settings.max_body_bytes))
+    return await read_within(request, settings.max_body_bytes, _body_too_large)
 
 
-async def read_within(request: Request, limit: int, refusal: RequestError) -> bytes:
-    """The body of ``request``, ``refusal`` raised as soon as it is known to pass ``limit`` (declared or read)."""
+async def read_within(request: Request, limit: int, refusal: Callable[[int], RequestError]) -> bytes:
+    """The body of ``request``; ``refusal(limit)`` is raised as soon as it is known to pass ``limit``."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise refusal
+        raise refusal(limit)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise refusal
+            raise refusal(limit)
     return bytes(body)
 
 

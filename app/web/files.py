@@ -103,7 +103,7 @@ async def _upload(request: Request) -> Response:
     content_type = request.headers.get("content-type", "")
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == "multipart/form-data":
-        body = await read_within(request, settings.max_bytes + _MULTIPART_SLACK, _too_large(settings))
+        body = await read_within(request, settings.max_bytes + _MULTIPART_SLACK, lambda _: _too_large(settings))
         media_type, name, data = await _one_file(request, body)
     else:
         if not media_type:
@@ -112,7 +112,7 @@ async def _upload(request: Request) -> Response:
                 "unsupported_media_type",
                 "send the file as multipart/form-data or as the body with its content-type",
             )
-        data = await read_within(request, settings.max_bytes, _too_large(settings))
+        data = await read_within(request, settings.max_bytes, lambda _: _too_large(settings))
         name = request.query_params.get("name")
     if len(data) > settings.max_bytes:
         raise _too_large(settings)
