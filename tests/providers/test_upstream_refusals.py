@@ -83,6 +83,7 @@ def test_short_header_values_are_not_treated_as_secrets() -> None:
         "inf",
         format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True),
     ],
+    ids=["just-over", "an-hour", "inf", "an-http-date"],  # stable ids: pytest-xdist workers compare them
 )
 async def test_a_retry_after_longer_than_we_wait_ends_the_run_at_once(
     retry_after: str, caplog: pytest.LogCaptureFixture

@@ -1,9 +1,8 @@
 """SIGTERM drains ``chatgate serve --workers 2``: running streams finish, new ones go elsewhere.
 
-One real server (two workers, ``builtin:echo`` slowed to ~4.6 s an answer) holds 40 short streams
-spread over both workers, and one stored stream (SQLite) longer than the grace period, when it gets
-SIGTERM. Every
-short stream ends with its whole answer; ``/readyz`` answers 503 before they end; a new chat request
+One real server (two workers, ``builtin:echo`` slowed to ~6.6 s an answer) holds at least 20 short
+streams on each worker, and one stored stream (SQLite) longer than the grace period, when it gets
+SIGTERM. Every short stream ends with its whole answer; ``/readyz`` answers 503 before they end; a new chat request
 meanwhile gets 503 with ``Retry-After``; the long stream ends in protocol at the grace period, its turn
 stored as partial; and the parent exits once the workers have.
 """
@@ -24,8 +23,10 @@ from chatgate.run.runner import SHUTTING_DOWN
 from tests.conftest import ChatgateProcess
 from tests.serve.test_workers import worker_pids
 
-GRACE = 6
-SHORT_STREAMS = 40
+GRACE = 10
+WORDS = 60  # ~6.6 s an answer: every short stream is still running when the signal comes
+PER_WORKER = 20
+MOST_STREAMS = 80  # the kernel hands each connection to either worker: open streams until each holds 20
 CONFIG = f"""
 [server]
 shutdown_grace_seconds = {GRACE}
@@ -114,18 +115,24 @@ def test_sigterm_lets_running_streams_finish_and_sends_new_ones_away(
     workers = worker_pids(process.pid)
     assert len(workers) == 2
 
-    short = [Stream(f"short-{index}", 40) for index in range(SHORT_STREAMS)]  # ~4.6 s each
     long = Stream("long", 300, "/agents/stored/chat")  # ~30 s, longer than the grace period; stored
+    short: list[Stream] = []
     readers = []
+    per_worker = dict.fromkeys(workers, 0)
     opening = time.monotonic()
-    for stream in [long, *short]:  # one at a time, so the two workers take turns accepting them
+    while True:  # one at a time, each counted on the worker that holds its connection
+        stream = long if not readers else Stream(f"short-{len(short)}", WORDS)
         reader = threading.Thread(target=stream.read, args=(url,), daemon=True)
         reader.start()
         readers.append(reader)
         assert stream.first.wait(20)
-    held = {pid: stream_ports(pid, port) for pid in workers}
-    per_worker = [sum(stream.local_port in ports for stream in short) for ports in held.values()]
-    assert all(count > 0 for count in per_worker), per_worker  # streams in flight on each worker
+        if stream is long:
+            continue
+        short.append(stream)
+        per_worker[next(pid for pid in workers if stream.local_port in stream_ports(pid, port))] += 1
+        if min(per_worker.values()) >= PER_WORKER:
+            break
+        assert len(short) < MOST_STREAMS, per_worker
 
     assert all(stream.ended_at is None for stream in short)  # every one is in flight when the signal comes
     signalled = time.monotonic()
@@ -152,7 +159,7 @@ def test_sigterm_lets_running_streams_finish_and_sends_new_ones_away(
     for stream in short:  # every short stream ended with its whole answer
         finish = stream.frames[-2]
         assert isinstance(finish, dict) and finish["finishReason"] == "stop" and stream.frames[-1] == "[DONE]"
-        assert stream.text().rstrip().endswith("w39"), stream.text()
+        assert stream.text().rstrip().endswith(f"w{WORDS - 1}"), stream.text()
     assert long.frames[-1] == "[DONE]"
     assert {"type": "error", "errorText": SHUTTING_DOWN} in long.frames
     assert long.frames[-2] == {"type": "finish", "finishReason": "error"}, long.frames[-4:]
@@ -165,8 +172,8 @@ def test_sigterm_lets_running_streams_finish_and_sends_new_ones_away(
         ).fetchall()
     assert rows == [("long", "partial")]
     print(
-        f"\ndrain figures: {SHORT_STREAMS} short streams over workers {per_worker}: "
-        f"{SHORT_STREAMS} complete, 1 long partial; /readyz 503 {not_ready_after * 1000:.0f} ms after SIGTERM; "
+        f"\ndrain figures: {len(short)} short streams over workers {list(per_worker.values())}: "
+        f"{len(short)} complete, 1 long partial; /readyz 503 {not_ready_after * 1000:.0f} ms after SIGTERM; "
         f"long stream ended {long.ended_at - signalled:.2f} s after SIGTERM (grace {GRACE} s); "
         f"opening the streams took {signalled - opening:.2f} s"
     )
