@@ -4,8 +4,9 @@
 # - mcp-server-time from PyPI, into its own venv tests/mcp/.venv-time: it pins its own `mcp` SDK, which must
 #   not mix with chatgate's. The venv is kept between runs and rebuilt only when the pinned version changes.
 set -euo pipefail
-cd "$(dirname "$0")/../tests/mcp"
-npm ci --no-audit --no-fund --loglevel=error
+cd "$(dirname "$0")/.."
+bash scripts/npm-ci.sh tests/mcp
+cd tests/mcp
 TIME_SERVER="mcp-server-time==2026.10.19"
 if [ "$(cat .venv-time/.installed 2>/dev/null)" != "$TIME_SERVER" ]; then
   rm -rf .venv-time

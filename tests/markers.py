@@ -24,7 +24,7 @@ _FIXTURES = {
 _SOURCES = {
     "browser": re.compile(r"playwright|from tests\.browser import"),
     "node": re.compile(
-        r'run_node_client|\["node"|oidc_provider|tests\.mcp\.real_servers|copilotkit_app|usechat_app|build\.mjs'
+        r'run_node_client|\["node"|\["npm"|oidc_provider|tests\.mcp\.real_servers|copilotkit_app|usechat_app|build\.mjs'
     ),
     "postgres": re.compile(r"postgres_url|running_postgres|_create_database"),
     "redis": re.compile(r"redis_url|running_redis"),
