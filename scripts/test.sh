@@ -7,16 +7,24 @@
 # trace backend, in a venv of its own, cached the same way), then run the linters,
 # the type checker, the release check (scripts/release-check.sh) and the test suite; arguments go to
 # pytest (`./scripts/test.sh -m "not browser"`, markers in pyproject.toml).
+#
+# Run again, it installs only what changed (pyproject.toml, a lock file), and the suite runs in parallel
+# (pytest-xdist): it mostly waits on servers and subprocesses, so two workers a core, at most 8.
+# CHATGATE_TEST_WORKERS=N sets the number; 0 runs the tests in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-system-packages.sh
 bash scripts/install-llama-server.sh  # the first time: several minutes of building; then a no-op
 bash scripts/install-phoenix.sh  # the trace backend of tests/tracing/test_tracing.py, in its own venv; once
-python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
-(cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
-(cd tests/oidc && npm ci --no-audit --no-fund --loglevel=error)  # the OpenID provider of the token tests
+installed="$( (sha256sum pyproject.toml && python3 --version) | sha256sum | cut -d' ' -f1)"
+if [ "$(cat .venv/.chatgate-installed 2>/dev/null)" != "$installed" ]; then  # the digest kept in the venv
+    python3 -m venv .venv
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e '.[test]'
+    echo "$installed" >.venv/.chatgate-installed
+fi
+bash scripts/npm-ci.sh tests/clients  # the real UI clients (ai 5/6/7, @ag-ui/client)
+bash scripts/npm-ci.sh tests/oidc  # the OpenID provider of the token tests
 bash scripts/mcp-test-servers.sh  # the real MCP servers the tests start (npm and PyPI)
 bash scripts/build-test-apps.sh
 bash scripts/build-page.sh --check  # installs the chat page's build and axe-core; fails if chat.js is stale
@@ -24,4 +32,6 @@ bash scripts/build-page.sh --check  # installs the chat page's build and axe-cor
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh
 bash scripts/release-check.sh  # sdist + wheel, twine check, the wheel in a clean venv checks configs and streams
-.venv/bin/python -m pytest --durations=20 "$@"
+cores="$(nproc)"
+workers="${CHATGATE_TEST_WORKERS:-$((cores * 2 > 8 ? 8 : cores * 2))}"
+.venv/bin/python -m pytest -n "$workers" --durations=20 "$@"
