@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The release check (scripts/test.sh runs it): build the sdist, and the wheel from it, into dist/, `twine check`
 # them, install the wheel into a clean virtual environment, then from that install alone:
-# `chatgate --version`, `chatgate check-config` on every example config (docs/examples/**/*.toml, the
-# config in deploy/kubernetes/configmap.yaml and the whole configs among the docs' TOML blocks: see
-# scripts/example_configs.py), and `chatgate serve` on loopback streaming one useChat and
-# one AG-UI answer from the built-in model and serving the chat page's script, stopped by its PID.
+# `chatgate --version` (and CHANGELOG.md has a section for that version), `chatgate check-config` on
+# every example config (docs/examples/**/*.toml, the config in deploy/kubernetes/configmap.yaml and the
+# whole configs among the docs' TOML blocks: see scripts/example_configs.py), and `chatgate serve` on
+# loopback streaming one useChat and one AG-UI answer from the built-in model and serving the chat page's
+# script, stopped by its PID.
 #
 # The clean venv holds only the wheel's declared dependencies: it is cached outside the clone, keyed by
 # the wheel's Requires-Dist lines and the Python version, and the wheel itself is reinstalled every run.
@@ -56,6 +57,7 @@ chatgate="$venv/bin/chatgate"
 expected="$("$python" -c "import tomllib; print(tomllib.load(open('$root/pyproject.toml', 'rb'))['project']['version'])")"
 [ "$("$chatgate" --version)" = "chatgate $expected" ] || { say "chatgate --version is not $expected" >&2; exit 1; }
 [ "$("$venv/bin/python" -c 'import chatgate; print(chatgate.__version__)')" = "$expected" ]
+grep -q "^## \[$expected\] - " "$root/CHANGELOG.md" || { say "CHANGELOG.md has no section for $expected" >&2; exit 1; }
 say "installed: $("$chatgate" --version)"
 
 # Every example config (scripts/example_configs.py): the files under docs/examples, the Kubernetes
