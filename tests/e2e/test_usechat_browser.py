@@ -20,7 +20,7 @@ from chatgate.config import Config
 from tests.browser import recorded_page
 from tests.conftest import make_config
 from tests.mcp.real_servers import everything_stdio
-from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, sse_data
+from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage
 from tests.providers.support import provider_table
 from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
 
@@ -195,14 +195,7 @@ async def test_a_model_failure_is_shown_to_the_user(page: Page, serve: Serve, us
 
 def _answer_reporting(text: str, prompt: int, completion: int, cached: int, reasoning: int) -> Reply:
     """An OpenAI-compatible streamed answer of ``text`` whose usage chunk reports these token counts."""
-    usage = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached},
-        "completion_tokens_details": {"reasoning_tokens": reasoning},
-    }
-    usage_chunk = sse_data({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+    usage_chunk = openai_usage(prompt, completion, cached=cached, reasoning=reasoning)
     return Reply([openai_chunk({"content": text}), openai_chunk({}, "stop"), usage_chunk, b"data: [DONE]\n\n"])
 
 

@@ -214,9 +214,14 @@ def openai_chunk(delta: dict[str, Any] | None = None, finish_reason: str | None 
     return sse_data({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]})
 
 
-def openai_usage(prompt: int, completion: int) -> bytes:
-    """The include_usage chunk: no choices, just usage."""
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def openai_usage(prompt: int, completion: int, *, cached: int | None = None, reasoning: int | None = None) -> bytes:
+    """The include_usage chunk: no choices, just usage (with the cached and reasoning details when given)."""
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+    usage["total_tokens"] = prompt + completion
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if reasoning is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
     return sse_data({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": usage})
 
 

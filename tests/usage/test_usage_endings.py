@@ -19,7 +19,7 @@ import pytest
 
 from chatgate.config import Config
 from tests.conftest import check_ag_ui_events, check_use_chat_stream, make_config
-from tests.providers.fakes import Reply, anthropic_event, fake_in_thread, ndjson, openai_chunk, sse_data
+from tests.providers.fakes import Reply, anthropic_event, fake_in_thread, ndjson, openai_chunk, openai_usage
 from tests.providers.support import provider_table
 from tests.providers.test_ui_clients import ag_ui, use_chat
 
@@ -30,22 +30,13 @@ ASK = [{"id": "u1", "role": "user", "content": "Weather in Paris?"}]
 ASK_UI = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather in Paris?"}]}]
 
 
-def _openai_usage(prompt: int, completion: int, cached: int, reasoning: int) -> bytes:
-    usage = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached},
-        "completion_tokens_details": {"reasoning_tokens": reasoning},
-    }
-    return sse_data({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": usage})
-
-
 def _openai() -> tuple[Reply, Reply]:
     call = {"index": 0, "id": "call_1", "type": "function"}
     call["function"] = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
-    first = Reply([openai_chunk({"tool_calls": [call]}), openai_chunk({}, "tool_calls"), _openai_usage(100, 20, 40, 5)])
-    second = Reply([openai_chunk({"content": "Sunny."}), openai_chunk({}, "stop"), _openai_usage(150, 10, 100, 0)])
+    first_usage = openai_usage(100, 20, cached=40, reasoning=5)
+    first = Reply([openai_chunk({"tool_calls": [call]}), openai_chunk({}, "tool_calls"), first_usage])
+    second_usage = openai_usage(150, 10, cached=100, reasoning=0)
+    second = Reply([openai_chunk({"content": "Sunny."}), openai_chunk({}, "stop"), second_usage])
     first.body.append(DONE)
     second.body.append(DONE)
     return first, second
