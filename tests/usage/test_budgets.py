@@ -43,25 +43,33 @@ def _refused(response: httpx.Response, names: str) -> None:
     assert abs(int(response.headers["retry-after"]) - _seconds_to_midnight()) < 120
 
 
+def _budgeted_key_config(path: Path, redis_url: str, upstream: str, key_id: str, secret: str, key: str) -> Path:
+    """A config file: Redis, the fake upstream, agent ``bot``, and one key whose last lines are ``key``."""
+    path.write_text(
+        f'[server]\nredis_url = "{redis_url}"\n\n'
+        f'[providers.up]\nkind = "openai"\nbase_url = "{upstream}"\napi_key = "sk-test"\nretries = 0\n\n'
+        '[agents.bot]\nmodel = "up:model-x"\n\n'
+        f'[[keys]]\nid = "{key_id}"\nkey = "{secret}"\n{key}'
+    )
+    return path
+
+
+HI = {"id": "c", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
+
+
 def test_a_tiny_key_budget_is_spent_then_refused_on_both_replicas(
     chatgate_process: ChatgateProcess, redis_url: str, tmp_path: Path
 ) -> None:
     key_id = f"k-{secrets.token_hex(4)}"  # the session's Redis is shared: a budget no other test counts
     secret = "budget-secret-0123456789"
     with fake_in_thread(answer()) as fake:
-        config = tmp_path / "chatgate.toml"
-        config.write_text(
-            f'[server]\nredis_url = "{redis_url}"\n\n'
-            f'[providers.up]\nkind = "openai"\nbase_url = "{fake.url}"\napi_key = "sk-test"\nretries = 0\n\n'
-            '[agents.bot]\nmodel = "up:model-x"\n\n'
-            f'[[keys]]\nid = "{key_id}"\nkey = "{secret}"\nbudget = {{ tokens_per_day = 150 }}\n'
-        )
+        budget = "budget = { tokens_per_day = 150 }\n"
+        config = _budgeted_key_config(tmp_path / "chatgate.toml", redis_url, fake.url, key_id, secret, budget)
         (url_a, _), (url_b, _) = chatgate_process("--config", str(config)), chatgate_process("--config", str(config))
         auth = {"authorization": f"Bearer {secret}"}
-        body = {"id": "c", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
 
         def ask(url: str) -> httpx.Response:
-            return httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30)
+            return httpx.post(f"{url}/agents/bot/chat", json=HI, headers=auth, timeout=30)
 
         # 0 < 150: answered (120 spent); 120 < 150 on the other replica: answered (240 spent).
         assert [ask(url_a).status_code, ask(url_b).status_code] == [200, 200]
@@ -83,20 +91,13 @@ def test_with_stream_slots_in_redis_the_budget_is_read_with_the_slot_and_a_refus
         return int(redis.info("commandstats").get("cmdstat_mget", {}).get("calls", 0))
 
     with fake_in_thread(answer()) as fake:
-        config = tmp_path / "chatgate.toml"
-        config.write_text(
-            f'[server]\nredis_url = "{redis_url}"\n\n'
-            f'[providers.up]\nkind = "openai"\nbase_url = "{fake.url}"\napi_key = "sk-test"\nretries = 0\n\n'
-            '[agents.bot]\nmodel = "up:model-x"\n\n'
-            f'[[keys]]\nid = "{key_id}"\nkey = "{secret}"\nmax_concurrent_streams = 1\n'
-            "budget = { tokens_per_day = 150 }\n"
-        )
+        budget = "max_concurrent_streams = 1\nbudget = { tokens_per_day = 150 }\n"
+        config = _budgeted_key_config(tmp_path / "chatgate.toml", redis_url, fake.url, key_id, secret, budget)
         url, _ = chatgate_process("--config", str(config))
         auth = {"authorization": f"Bearer {secret}"}
-        body = {"id": "c", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
         before = mgets()
-        answered = [httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30) for _ in range(2)]
-        refused = httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30)
+        answered = [httpx.post(f"{url}/agents/bot/chat", json=HI, headers=auth, timeout=30) for _ in range(2)]
+        refused = httpx.post(f"{url}/agents/bot/chat", json=HI, headers=auth, timeout=30)
         read_alone = mgets() - before
     assert [r.status_code for r in answered] == [200, 200]
     _refused(refused, f"key {key_id!r} budget of 150 tokens per day")  # the budget's refusal, not the slot's
@@ -115,20 +116,13 @@ def test_a_budgeted_run_gives_its_slot_back_with_its_spend_and_a_cut_off_run_sti
     slots = f"chatgate:streams:{key_id}"
     silent = Reply([openai_chunk({"content": "Hel"})], ending="silent")  # streams a word, then waits
     with fake_in_thread(answer(), answer(), answer(), silent) as fake:
-        config = tmp_path / "chatgate.toml"
-        config.write_text(
-            f'[server]\nredis_url = "{redis_url}"\n\n'
-            f'[providers.up]\nkind = "openai"\nbase_url = "{fake.url}"\napi_key = "sk-test"\nretries = 0\n\n'
-            '[agents.bot]\nmodel = "up:model-x"\n\n'
-            f'[[keys]]\nid = "{key_id}"\nkey = "{secret}"\nmax_concurrent_streams = 2\n'
-            "budget = { tokens_per_day = 100000 }\n"
-        )
+        budget = "max_concurrent_streams = 2\nbudget = { tokens_per_day = 100000 }\n"
+        config = _budgeted_key_config(tmp_path / "chatgate.toml", redis_url, fake.url, key_id, secret, budget)
         url, _ = chatgate_process("--config", str(config))
         auth = {"authorization": f"Bearer {secret}"}
-        body = {"id": "c", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
 
         def ask() -> None:
-            assert httpx.post(f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30).status_code == 200
+            assert httpx.post(f"{url}/agents/bot/chat", json=HI, headers=auth, timeout=30).status_code == 200
 
         ask()  # loads the scripts into Redis (EVALSHA, then SCRIPT LOAD and EVALSHA again)
         with _commands_naming(redis_url, key_id) as sent:
@@ -141,7 +135,7 @@ def test_a_budgeted_run_gives_its_slot_back_with_its_spend_and_a_cut_off_run_sti
         assert int(redis.get(f"chatgate:spend:key:{key_id}:{datetime.now(UTC):%Y-%m-%d}:tokens") or 0) == 360
 
         # Cut off mid-answer, before any spend: the slot goes back the usual way, after the stream.
-        with httpx.stream("POST", f"{url}/agents/bot/chat", json=body, headers=auth, timeout=30) as response:
+        with httpx.stream("POST", f"{url}/agents/bot/chat", json=HI, headers=auth, timeout=30) as response:
             for line in response.iter_lines():
                 if "text-delta" in line:
                     assert redis.zcard(slots) == 1
