@@ -15,7 +15,18 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
-    {"errors", "history", "events", "caller", "operator_code", "redis_client", "version", "mounting", "adapters"},
+    {
+        "errors",
+        "history",
+        "events",
+        "caller",
+        "operator_code",
+        "redis_client",
+        "version",
+        "mounting",
+        "media_types",
+        "adapters",
+    },
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry", "drain"},
     {"store", "files", "protocol", "capabilities", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage", "files_store"},

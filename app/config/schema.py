@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from chatgate.config.budget import Budget, PriceConfig
+from chatgate.media_types import media_type_essence
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -238,10 +239,27 @@ class FilesSettings(_Strict):
     """``[files]``: uploads (``POST /agents/{agent}/files``, app/files_store/), kept in the store.
 
     ``max_bytes`` bounds one file; ``allowed_types`` are media types (``type/subtype`` or ``type/*``).
+    ``max_inline_bytes_per_call`` bounds the upload bytes one model call carries, counted per reference
+    (unset: twice ``max_bytes``, see ``inline_limit``). ``max_uploads_in_flight`` and
+    ``max_uploads_in_flight_per_key`` bound the uploads one process receives at once, in all and per owner.
     """
 
     max_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
     allowed_types: tuple[str, ...] = DEFAULT_UPLOAD_TYPES
+    max_inline_bytes_per_call: int | None = Field(default=None, gt=0)
+    max_uploads_in_flight: int = Field(default=16, gt=0)
+    max_uploads_in_flight_per_key: int = Field(default=4, gt=0)
+
+    @model_validator(mode="after")
+    def _one_file_fits_a_call(self) -> FilesSettings:
+        if self.max_inline_bytes_per_call is not None and self.max_inline_bytes_per_call < self.max_bytes:
+            raise ValueError("max_inline_bytes_per_call must be at least max_bytes: one upload must fit a model call")
+        return self
+
+    @property
+    def inline_limit(self) -> int:
+        """The upload bytes one model call may carry: ``max_inline_bytes_per_call``, else twice ``max_bytes``."""
+        return self.max_inline_bytes_per_call or 2 * self.max_bytes
 
     @field_validator("allowed_types")
     @classmethod
@@ -252,7 +270,12 @@ class FilesSettings(_Strict):
         return types
 
     def allows(self, media_type: str) -> bool:
-        """Whether an upload of ``media_type`` (no parameters, lower case) is accepted."""
+        """Whether an upload of ``media_type`` (``type/subtype``, lower case) is accepted.
+
+        The type is parsed first (RFC 9110): ``image/png,text/html`` is no ``image/*``.
+        """
+        if media_type_essence(media_type) != media_type:
+            return False
         major = media_type.split("/", 1)[0]
         return media_type in self.allowed_types or f"{major}/*" in self.allowed_types
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from urllib.parse import urlsplit
 
 from chatgate.errors import RequestError
-from chatgate.files_store.store import FileStore
+from chatgate.files_store.store import FileRecord, FileStore
 from chatgate.history import FilePart, Message, TextPart, UserMessage, UserPart
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "UPLOAD_PROVIDER",
     "FileInliner",
     "file_path",
+    "inline_plan",
     "is_file_id",
     "referenced_file",
     "resolve_references",
@@ -71,14 +73,19 @@ def referenced_file(url: str) -> tuple[str | None, str] | None:
 
 
 async def resolve_references(
-    messages: tuple[Message, ...], files: FileStore | None, owner: str, agent: str
+    messages: tuple[Message, ...], files: FileStore | None, owner: str, agent: str, *, inline_limit: int
 ) -> tuple[Message, ...]:
-    """``messages`` with every reference made canonical; 404 for an upload this owner has none of on ``agent``."""
+    """``messages`` with every reference made canonical; 404 for an upload this owner has none of on ``agent``.
+
+    413 ``inline_limit_exceeded`` when the newest user message's references alone carry more than
+    ``inline_limit`` bytes (``[files] max_inline_bytes_per_call``), known from the stored sizes.
+    """
     if not any(_references(message) for message in messages):
         return messages
     if files is None:
         raise RequestError(422, "no_file_store", "file references need a store: set [store] url")
     known: dict[str, FilePart] = {}
+    sizes: dict[str, int] = {}
     resolved: list[Message] = []
     for message in messages:
         if not isinstance(message, UserMessage) or not _references(message):
@@ -98,9 +105,11 @@ async def resolve_references(
                 if record is None:
                     raise RequestError(404, "unknown_file", f"message {message.id!r}: no file {file_id[:80]!r} here")
                 canonical = known[file_id] = FilePart(record.media_type, file_path(agent, file_id), record.name)
+                sizes[file_id] = record.size
             assert isinstance(part, FilePart)
             parts.append(replace(canonical, filename=part.filename or canonical.filename))
         resolved.append(replace(message, parts=tuple(parts)))
+    inline_plan(tuple(resolved), agent, sizes, inline_limit)
     return tuple(resolved)
 
 
@@ -110,46 +119,113 @@ def _references(message: Message) -> bool:
     )
 
 
+def _agent_references(message: Message, agent: str) -> list[tuple[int, str]]:
+    """``(part index, file id)`` of each of ``agent``'s uploads ``message`` refers to, in order."""
+    if not isinstance(message, UserMessage):
+        return []
+    found = []
+    for index, part in enumerate(message.parts):
+        reference = referenced_file(part.url) if isinstance(part, FilePart) else None
+        if reference is not None and reference[0] == agent:
+            found.append((index, reference[1]))
+    return found
+
+
+def inline_plan(
+    messages: tuple[Message, ...], agent: str, sizes: Mapping[str, int], limit: int
+) -> set[tuple[int, int]]:
+    """The references one model call inlines, as ``(message index, part index)``: the newest while they fit.
+
+    Every reference counts its file's size (``sizes``; a file missing from it counts nothing), the same
+    file referenced twice counting twice. The newest user message's references must all fit, else 413
+    ``inline_limit_exceeded``; older ones are taken newest first until one does not fit, and it and
+    every older one are left out.
+    """
+    newest = next((i for i in reversed(range(len(messages))) if isinstance(messages[i], UserMessage)), None)
+    if newest is None:
+        return set()
+    own = sum(sizes.get(file_id, 0) for _, file_id in _agent_references(messages[newest], agent))
+    if own > limit:
+        raise RequestError(
+            413,
+            "inline_limit_exceeded",
+            f"message {messages[newest].id!r}: its file references total {own} bytes, more than the {limit} bytes"
+            " of files one model call may carry ([files] max_inline_bytes_per_call; each reference counts)",
+            [{"limit": "max_inline_bytes_per_call", "allowed": str(limit)}],
+        )
+    chosen: set[tuple[int, int]] = set()
+    total = 0
+    for message_index in reversed(range(newest + 1)):
+        for part_index, file_id in reversed(_agent_references(messages[message_index], agent)):
+            total += sizes.get(file_id, 0)
+            if total > limit:
+                return chosen
+            chosen.add((message_index, part_index))
+    return chosen
+
+
 class FileInliner:
     """Puts an upload's bytes in place of its reference, in what one run's model calls send.
 
-    One per request: the bytes of each file are read once however many steps the run takes. A file
-    deleted since the turn that attached it becomes a short text saying so.
+    One per request: the bytes of each file are read once however many steps the run takes, and only
+    for the references ``inline_plan`` keeps within ``limit`` (decided from the stored sizes, before any
+    byte is read); an older reference left out becomes a short text saying so, as does a file deleted
+    since the turn that attached it.
     """
 
-    def __init__(self, files: FileStore, owner: str, agent: str) -> None:
+    def __init__(self, files: FileStore, owner: str, agent: str, limit: int) -> None:
         self._files = files
         self._owner = owner
         self._agent = agent
+        self._limit = limit
+        self._records: dict[str, FileRecord | None] = {}
         self._inline: dict[str, UserPart] = {}
 
     async def inline(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """``messages`` with this agent's references replaced by ``data:`` URLs (the same tuple when none)."""
-        if not any(_references(message) for message in messages):
+        referenced = {file_id for message in messages for _, file_id in _agent_references(message, self._agent)}
+        if not referenced:
             return messages
+        unknown = referenced - self._records.keys()
+        if unknown:
+            found = await self._files.describe_many(self._owner, self._agent, unknown)
+            self._records.update({file_id: found.get(file_id) for file_id in unknown})
+        sizes = {file_id: record.size for file_id, record in self._records.items() if record is not None}
+        chosen = inline_plan(messages, self._agent, sizes, self._limit)
         out: list[Message] = []
-        for message in messages:
-            if isinstance(message, UserMessage) and _references(message):
-                message = replace(message, parts=tuple([await self._part(part) for part in message.parts]))
+        for message_index, message in enumerate(messages):
+            references = _agent_references(message, self._agent)
+            if references:
+                assert isinstance(message, UserMessage)
+                parts = list(message.parts)
+                for part_index, file_id in references:
+                    inlined = (message_index, part_index) in chosen
+                    parts[part_index] = await self._part(parts[part_index], file_id, inlined)
+                message = replace(message, parts=tuple(parts))
             out.append(message)
         return tuple(out)
 
-    async def _part(self, part: UserPart) -> UserPart:
-        reference = referenced_file(part.url) if isinstance(part, FilePart) else None
-        if reference is None or reference[0] != self._agent:
-            return part
-        file_id = reference[1]
+    async def _part(self, part: UserPart, file_id: str, inlined: bool) -> UserPart:
+        assert isinstance(part, FilePart)
+        name = part.filename or file_id
+        if self._records.get(file_id) is None:
+            return _gone(name)
+        if not inlined:
+            return TextPart(f"[The attached file {name!r} is left out here: newer attachments fill this request.]")
         inline = self._inline.get(file_id)
         if inline is None:
             stored = await self._files.get(self._owner, self._agent, file_id)
             if stored is None:
-                name = (part.filename if isinstance(part, FilePart) else None) or file_id
-                inline = TextPart(f"[The attached file {name!r} is no longer available.]")
+                inline = _gone(name)
             else:
                 data = base64.b64encode(stored.data).decode()
                 media_type = stored.record.media_type
                 inline = FilePart(media_type, f"data:{media_type};base64,{data}", stored.record.name)
             self._inline[file_id] = inline
-        if isinstance(inline, FilePart) and isinstance(part, FilePart) and part.filename:
+        if isinstance(inline, FilePart) and part.filename:
             return replace(inline, filename=part.filename)
         return inline
+
+
+def _gone(name: str) -> TextPart:
+    return TextPart(f"[The attached file {name!r} is no longer available.]")

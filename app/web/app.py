@@ -345,12 +345,15 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         run_input = _decode(protocol, body)
         check_request_limits(run_input, settings)
         files: FileStore | None = request.app.state.files
-        messages = await resolve_references(run_input.messages, files, caller.owner, agent.name)
+        inline_limit = registry.config.files.inline_limit
+        messages = await resolve_references(
+            run_input.messages, files, caller.owner, agent.name, inline_limit=inline_limit
+        )
         if messages is not run_input.messages:
             run_input = replace(run_input, messages=messages)
         check_files(run_input.messages, settings, is_reference=_is_reference)
         if files is not None:  # the model calls get the bytes of the uploads the history references
-            agent = replace(agent, files=FileInliner(files, caller.owner, agent.name))
+            agent = replace(agent, files=FileInliner(files, caller.owner, agent.name, inline_limit))
         metrics: Metrics = request.app.state.metrics
         stored = agent.config.conversations == "server"
         if not stored and run_input.newest_only:

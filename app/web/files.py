@@ -6,16 +6,20 @@
 - ``GET .../files/{id}``: the bytes, as an attachment; ``DELETE .../files/{id}``: removes it.
 
 Uploads are the caller's own (``Caller.owner``), like threads: another owner's id is a 404. ``[files]
-max_bytes`` bounds a file (413) and ``allowed_types`` its media type (415). They need a store: without
-one every route answers 501 ``no_file_store``.
+max_bytes`` bounds a file (413) and ``allowed_types`` its media type (415; an RFC 9110 ``type/subtype``,
+else 415 ``invalid_media_type``). An upload streams into a spooled temporary file, never whole in
+memory, and the uploads in flight are bounded (``UploadSlots``). They need a store: without one every
+route answers 501 ``no_file_store``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any
+from tempfile import SpooledTemporaryFile
+from typing import IO, Any
 from urllib.parse import quote
 
 from starlette.datastructures import UploadFile
@@ -24,17 +28,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import read_within, resolve_agent
+from chatgate.access import resolve_agent
 from chatgate.caller import caller_of
 from chatgate.config import FilesSettings
 from chatgate.errors import RequestError
 from chatgate.files_store import FileRecord, FileStore, file_path, is_file_id
+from chatgate.media_types import media_type_essence
 from chatgate.run import AgentRegistry
 from chatgate.web.openapi import OPERATIONS, Operation
+from chatgate.web.upload_slots import UploadSlots
 
 __all__ = ["file_routes"]
 
 _BASE = "/agents/{agent}/files"
+SPOOL_BYTES = 1024 * 1024
+"""How much of an upload is held in memory before the rest goes to a temporary file (as Starlette's multipart)."""
 _MULTIPART_SLACK = 16 * 1024
 """What a multipart body may hold beyond the file: its boundaries and part headers."""
 _MAX_NAME = 255
@@ -56,9 +64,9 @@ OPERATIONS[("DELETE", _BASE + "/{file_id}")] = Operation(
 
 
 def file_routes() -> list[BaseRoute]:
-    """The upload routes."""
+    """The upload routes; the uploads they receive at once are bounded by ``[files]`` (``UploadSlots``)."""
     return [
-        Route(_BASE, _upload, methods=["POST"]),
+        Route(_BASE, partial(_upload, UploadSlots()), methods=["POST"]),
         Route(_BASE, _list, methods=["GET"]),
         Route(_BASE + "/{file_id}", _download, methods=["GET"]),
         Route(_BASE + "/{file_id}", _delete, methods=["DELETE"]),
@@ -98,32 +106,20 @@ def _describe(agent: str, record: FileRecord) -> dict[str, Any]:
     }
 
 
-async def _upload(request: Request) -> Response:
+async def _upload(slots: UploadSlots, request: Request) -> Response:
     agent, owner, files, settings = _context(request)
-    content_type = request.headers.get("content-type", "")
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type == "multipart/form-data":
-        body = await read_within(request, settings.max_bytes + _MULTIPART_SLACK, lambda _: _too_large(settings))
-        media_type, name, data = await _one_file(request, body)
-    else:
-        if not media_type:
-            raise RequestError(
-                415,
-                "unsupported_media_type",
-                "send the file as multipart/form-data or as the body with its content-type",
-            )
-        data = await read_within(request, settings.max_bytes, lambda _: _too_large(settings))
-        name = request.query_params.get("name")
-    if len(data) > settings.max_bytes:
-        raise _too_large(settings)
-    if not data:
-        raise RequestError(422, "empty_file", "the file is empty")
-    if not settings.allows(media_type):
-        allowed = ", ".join(settings.allowed_types) or "none"
-        raise RequestError(
-            415, "unsupported_file_type", f"files of type {media_type!r} are not accepted here (allowed: {allowed})"
-        )
-    record = await files.put(owner, agent, media_type, _clean_name(name), data)
+    media_type = _declared_type(request.headers.get("content-type", ""))
+    caller = caller_of(request)
+    with slots.hold(caller.key_id or owner, settings):  # refused before any byte of the body is read
+        if media_type == "multipart/form-data":
+            record = await _keep_multipart(request, files, owner, agent, settings)
+        else:
+            _check_allowed(media_type, settings)
+            with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spooled:
+                size = await _spool(request, spooled, settings)
+                _check_size(size, settings)
+                name = _clean_name(request.query_params.get("name"))
+                record = await files.put(owner, agent, media_type, name, spooled, size)
     return JSONResponse(_describe(agent, record), status_code=201)
 
 
@@ -169,13 +165,69 @@ def _too_large(settings: FilesSettings) -> RequestError:
     )
 
 
-async def _one_file(request: Request, body: bytes) -> tuple[str, str | None, bytes]:
-    """The media type, name and bytes of the one file a multipart body holds; 422 when it is not that."""
+def _declared_type(content_type: str) -> str:
+    """The body's media type (``type/subtype``); 415 when there is none or it is no media type."""
+    if not content_type.strip():
+        raise RequestError(
+            415, "unsupported_media_type", "send the file as multipart/form-data or as the body with its content-type"
+        )
+    return _parsed_type(content_type, "the content-type")
 
-    async def stream() -> AsyncGenerator[bytes, None]:
-        yield body
 
-    parser = MultiPartParser(request.headers, stream(), max_files=1, max_fields=16)
+def _parsed_type(value: str, where: str) -> str:
+    media_type = media_type_essence(value)
+    if media_type is None:
+        raise RequestError(
+            415,
+            "invalid_media_type",
+            f"{where} {value[:100]!r} is not a media type: type/subtype (RFC 9110), no lists or control characters",
+        )
+    return media_type
+
+
+def _check_allowed(media_type: str, settings: FilesSettings) -> None:
+    if not settings.allows(media_type):
+        allowed = ", ".join(settings.allowed_types) or "none"
+        raise RequestError(
+            415, "unsupported_file_type", f"files of type {media_type!r} are not accepted here (allowed: {allowed})"
+        )
+
+
+def _check_size(size: int, settings: FilesSettings) -> None:
+    if size > settings.max_bytes:
+        raise _too_large(settings)
+    if not size:
+        raise RequestError(422, "empty_file", "the file is empty")
+
+
+async def _spool(request: Request, spooled: IO[bytes], settings: FilesSettings) -> int:
+    """Write the body to ``spooled``; its size. 413 as soon as it is known to pass ``[files] max_bytes``."""
+    size = 0
+    async for chunk in _within(request, settings.max_bytes, settings):
+        spooled.write(chunk)
+        size += len(chunk)
+    return size
+
+
+async def _within(request: Request, limit: int, settings: FilesSettings) -> AsyncGenerator[bytes, None]:
+    """The body's chunks; 413 on a declared length over ``limit``, or once more than it has arrived."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(settings)
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(settings)
+        yield chunk
+
+
+async def _keep_multipart(
+    request: Request, files: FileStore, owner: str, agent: str, settings: FilesSettings
+) -> FileRecord:
+    """Keep the one file a multipart body holds, spooled to disk as it streams in; 4xx when it is not that."""
+    body = _within(request, settings.max_bytes + _MULTIPART_SLACK, settings)
+    parser = MultiPartParser(request.headers, body, max_files=1, max_fields=16)
     try:
         form = await parser.parse()
     except MultiPartException as exc:
@@ -185,8 +237,12 @@ async def _one_file(request: Request, body: bytes) -> tuple[str, str | None, byt
         if len(uploads) != 1:
             raise RequestError(422, "invalid_multipart", "the multipart body must hold exactly one file field")
         upload = uploads[0]
-        content_type = (upload.content_type or "application/octet-stream").split(";", 1)[0].strip().lower()
-        return content_type, upload.filename, await upload.read()
+        part_type = upload.headers.get("content-type")
+        media_type = "application/octet-stream" if part_type is None else _parsed_type(part_type, "the file's type")
+        _check_allowed(media_type, settings)
+        size = upload.size or 0
+        _check_size(size, settings)
+        return await files.put(owner, agent, media_type, _clean_name(upload.filename), upload.file, size)
     finally:
         await form.close()
 

@@ -8,7 +8,6 @@ sends the bytes again), another owner's id is a 404 everywhere, and bad uploads 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import secrets
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from tests.conftest import LiveServer, make_config, run_node_client
 from tests.providers.fakes import FakeUpstream, fake_in_thread, text_reply
 from tests.providers.support import provider_table
 from tests.providers.test_files_upstream import IMAGE_IN_ITS_FORM, PNG, QUESTION
-from tests.store.conftest import _create_database
+from tests.uploads.conftest import store_url
 
 ALICE = {"authorization": "Bearer alice-key-0123456789"}
 BOB = {"authorization": "Bearer bob-key-0123456789ab"}
@@ -44,13 +43,7 @@ class Site:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    if request.param == "sqlite":
-        store = f"sqlite:///{tmp_path_factory.mktemp('uploads') / 'chatgate.db'}"
-    else:
-        server_url: str = request.getfixturevalue("postgres_url")
-        name = f"t_{secrets.token_hex(6)}"
-        asyncio.run(_create_database(server_url, name))
-        store = server_url.rsplit("/", 1)[0] + f"/{name}"
+    store = store_url(request, tmp_path_factory)
     with ExitStack() as stack:
         fakes = {kind: stack.enter_context(fake_in_thread(text_reply(kind, "A red dot."))) for kind in KINDS}
         config = make_config(
