@@ -103,6 +103,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         upgrading = self.parser.should_upgrade() and self._should_upgrade()  # the connection leaves HTTP
         self._phase = "idle" if upgrading else "body"
         super().on_headers_complete()
+        if self.cycle is not None and not upgrading:
+            self.cycle.transport = _LingeringClose(self)  # type: ignore[assignment]  # what the cycle uses of one
 
     def on_body(self, body: bytes) -> None:
         """Pass body bytes on, unless the request was refused."""
@@ -182,6 +184,13 @@ class _GuardedProtocol(HttpToolsProtocol):
         else:
             self.transport.close()
 
+    def close_after_answer(self) -> None:
+        """Close once an answer is sent: at once, or after a linger when its request's body is still coming."""
+        if self._phase == "body":
+            self._linger()  # closing now, with unread bytes, would reset the connection and could lose the answer
+        else:
+            self.transport.close()
+
     def _close(self) -> None:
         if not self.transport.is_closing():
             self.transport.close()
@@ -192,3 +201,23 @@ class _GuardedProtocol(HttpToolsProtocol):
             self._timer.cancel()
         self._timed = phase
         self._timer = None if phase is None or callback is None else self.loop.call_later(delay, callback)
+
+
+class _LingeringClose:
+    """The transport as a request's cycle sees it: ``close`` (an answer with ``connection: close``) lingers.
+
+    uvicorn closes the connection as soon as such an answer is sent; a refusal sent before its body was
+    read (app/web/unread_body.py) would then reset the connection under the client. Writes go straight to
+    the transport.
+    """
+
+    __slots__ = ("_protocol", "is_closing", "write")
+
+    def __init__(self, protocol: _GuardedProtocol) -> None:
+        self._protocol = protocol
+        self.write = protocol.transport.write
+        self.is_closing = protocol.transport.is_closing
+
+    def close(self) -> None:
+        """Close now, or after the linger when the request's body is still arriving."""
+        self._protocol.close_after_answer()

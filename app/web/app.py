@@ -67,6 +67,7 @@ from chatgate.web.readiness import add_check, readyz
 from chatgate.web.runs import app_run_log, resume_endpoint, stop_routes
 from chatgate.web.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.web.threads import thread_routes
+from chatgate.web.unread_body import UnreadBody
 from chatgate.web.usage import usage_routes
 
 __all__ = ["ChatgateApp", "create_app"]
@@ -110,11 +111,15 @@ class ChatgateApp(Starlette):
             await _not_started()(scope, receive, send)
             return
         started = ended = False
+        unread = UnreadBody(scope, receive)
+        if unread.pending:  # an answer before the whole body closes the connection (app/web/unread_body.py)
+            receive = unread.receive
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
             nonlocal started, ended
             if message["type"] == "http.response.start":
                 started = True
+                unread.close_if_unread(message)
             elif not message.get("more_body", False):
                 ended = True
             await send(message)

@@ -46,6 +46,9 @@ key = "{USER_KEY}"
 [store]
 url = "sqlite:///{{store}}"
 
+[files]
+max_bytes = 4096
+
 [agents.stored]
 model = "builtin:echo"
 conversations = "server"
@@ -228,6 +231,29 @@ def test_a_body_over_the_cap_is_refused_before_it_is_read(served: Served, route:
     assert error_of(answer) == (413, "body_too_large")
     assert b"max_body_bytes = 65536" in answer
     assert peak_resident_kib(pid) - before < 8 * 1024
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status", "code"),
+    [
+        ("/agents/stored/files", {"content-type": "image/png"}, 413, "file_too_large"),
+        ("/agents/stored/ag-ui", {"content-type": "application/json"}, 413, "body_too_large"),
+        ("/agents/stored/files", {"content-type": "image/png,text/html"}, 415, "invalid_media_type"),
+        ("/agents/stored/files", {"authorization": "Bearer not-a-key-0123456789"}, 401, "invalid_key"),
+    ],
+)
+def test_an_answer_before_the_body_says_close_and_the_clients_next_request_works(
+    served: Served, path: str, headers: dict[str, str], status: int, code: str
+) -> None:
+    url, _ = served
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {USER_KEY}"}) as client:
+        kept = client.post("/agents/stored/files", content=b"\x89PNG", headers={"content-type": "image/png"})
+        assert kept.status_code == 201 and "connection" not in kept.headers  # read whole: the connection stays
+        refused = client.post(path, content=b"{" + b" " * 300_000, headers=headers)  # more than a socket buffer
+        assert (refused.status_code, refused.json()["error"]["code"]) == (status, code)
+        assert refused.headers["connection"] == "close"
+        # The client's next request, which it would have sent on the same connection, gets its answer.
+        assert client.get(kept.json()["url"]).content == b"\x89PNG"
 
 
 def test_check_config_refuses_a_timeout_of_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
