@@ -26,13 +26,20 @@ async def _create_database(server_url: str, name: str) -> None:
         await connection.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A store URL no other test uses: a new SQLite file, or a new PostgreSQL database."""
+def new_store_url(request: pytest.FixtureRequest, directory: Path) -> str:
+    """A store URL no other test uses, of the kind ``request.param`` names (``sqlite`` or ``postgres``).
+
+    A new SQLite file in ``directory``, or a new database on the session's PostgreSQL.
+    """
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'threads.db'}"
-        return
+        return f"sqlite:///{directory / 'threads.db'}"
     server_url: str = request.getfixturevalue("postgres_url")
     name = f"t_{secrets.token_hex(6)}"
     asyncio.run(_create_database(server_url, name))
-    yield server_url.rsplit("/", 1)[0] + f"/{name}"
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store URL no other test uses: a new SQLite file, or a new PostgreSQL database."""
+    yield new_store_url(request, tmp_path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 from chatgate.store import STALE_RUN_SECONDS
 from tests.conftest import ChatgateProcess
 from tests.providers.fakes import FakeUpstream, Reply, fake_in_thread, openai_chunk, text_reply
-from tests.store.conftest import _create_database
+from tests.store.conftest import new_store_url
 from tests.threads.test_replicas import _read, _wait_for
 
 LEASE = 1.0
@@ -51,12 +50,7 @@ def _config(tmp_path: Path, store: str, redis_url: str, upstream: str) -> Path:
 @pytest.fixture(params=["sqlite", "postgres"])
 def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """One store every replica of a test shares: a SQLite file, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'threads.db'}"
-    server_url: str = request.getfixturevalue("postgres_url")
-    name = f"r_{secrets.token_hex(6)}"
-    asyncio.run(_create_database(server_url, name))
-    return server_url.rsplit("/", 1)[0] + f"/{name}"
+    return new_store_url(request, tmp_path)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 from tests.providers.fakes import FakeUpstream, fake_in_thread, text_reply
 from tests.providers.support import provider_table
-from tests.uploads.conftest import store_url
+from tests.store.conftest import new_store_url
 
 ALICE = {"authorization": "Bearer alice-key-0123456789"}
 FILE_BYTES = 1000
@@ -38,7 +38,7 @@ class Site:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    store = store_url(request, tmp_path_factory)
+    store = new_store_url(request, tmp_path_factory.mktemp("uploads"))
     with fake_in_thread(text_reply("openai", "Seen.")) as fake:
         config = make_config(
             {

@@ -24,7 +24,7 @@ from chatgate.files_store import FileStore
 from chatgate.store import open_store
 from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
-from tests.uploads.conftest import store_url
+from tests.store.conftest import new_store_url
 
 KEYS = {name: f"{name}-key-0123456789" for name in ("alice", "bob", "carol")}
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
@@ -42,7 +42,7 @@ def auth(name: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    store = store_url(request, tmp_path_factory)
+    store = new_store_url(request, tmp_path_factory.mktemp("uploads"))
     config = make_config(
         {"a": {"model": "builtin:echo"}},
         store={"url": store},

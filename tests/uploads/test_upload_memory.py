@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import ChatgateProcess
-from tests.uploads.conftest import store_url
+from tests.store.conftest import new_store_url
 
 KEYS = [f"key-{n}-0123456789abcdef" for n in range(4)]  # 4 uploads each: [files] max_uploads_in_flight_per_key
 UPLOADS = 16
@@ -33,7 +33,7 @@ def status_kib(pid: int, field: str) -> int:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    return store_url(request, tmp_path_factory)
+    return new_store_url(request, tmp_path_factory.mktemp("uploads"))
 
 
 def test_16_parallel_10_mib_uploads_add_under_100_mib(

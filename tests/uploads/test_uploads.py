@@ -26,7 +26,7 @@ from tests.conftest import LiveServer, make_config, run_node_client
 from tests.providers.fakes import FakeUpstream, fake_in_thread, text_reply
 from tests.providers.support import provider_table
 from tests.providers.test_files_upstream import IMAGE_IN_ITS_FORM, PNG, QUESTION
-from tests.uploads.conftest import store_url
+from tests.store.conftest import new_store_url
 
 ALICE = {"authorization": "Bearer alice-key-0123456789"}
 BOB = {"authorization": "Bearer bob-key-0123456789ab"}
@@ -43,7 +43,7 @@ class Site:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    store = store_url(request, tmp_path_factory)
+    store = new_store_url(request, tmp_path_factory.mktemp("uploads"))
     with ExitStack() as stack:
         fakes = {kind: stack.enter_context(fake_in_thread(text_reply(kind, "A red dot."))) for kind in KINDS}
         config = make_config(
