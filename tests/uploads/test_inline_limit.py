@@ -3,20 +3,28 @@
 On a live chatgate over SQLite and PostgreSQL with a fake OpenAI-compatible upstream that counts what it
 received: a request whose newest message references one upload 99 times is refused 413 before any
 model call (useChat and AG-UI, stateless and stored threads), and a history whose references pass the
-limit sends the newest within it and a short text for the older ones.
+limit sends the newest within it and a short text for the older ones. A run's ``FileInliner`` reads
+no byte of a call over the limit, and each file once however many steps and references.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from chatgate.errors import RequestError
+from chatgate.files_store import FileInliner, FileStore, StoredFile, file_path
+from chatgate.history import FilePart, TextPart, UserMessage
+from chatgate.store import open_store
 from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config
 from tests.providers.fakes import FakeUpstream, fake_in_thread, text_reply
@@ -142,3 +150,41 @@ def test_a_stored_thread_sends_its_newest_references_within_the_limit(site: Site
     # The thread keeps every reference: the notes are only in what the model was sent.
     stored = httpx.get(f"{site.url}/agents/kept/threads/{chat_id}/messages", headers=ALICE).json()["messages"]
     assert [p["url"] for m in stored for p in m["parts"] if p["type"] == "file"] == [url] * 3
+
+
+class CountingFileStore(FileStore):
+    """The real file store, counting the reads of a file's bytes."""
+
+    reads = 0
+
+    async def get(self, owner: str, agent: str, file_id: str) -> StoredFile | None:
+        self.reads += 1
+        return await super().get(owner, agent, file_id)
+
+
+def test_a_model_call_reads_each_file_once_and_none_when_over_the_limit(tmp_path: Path) -> None:
+    """What a run's ``FileInliner`` does (a limit lowered by a reload after the request was let in)."""
+
+    async def check() -> None:
+        store = await open_store(f"sqlite:///{tmp_path / 'files.db'}", tmp_path)
+        try:
+            files = CountingFileStore(store.engine)
+            record = await files.put("o", "a", "image/png", "p.png", io.BytesIO(b"x" * 1000), 1000)
+            part = FilePart("image/png", file_path("a", record.id), "p.png")
+            over = UserMessage((TextPart("Look."), *[part] * 99), id="u1")
+            with pytest.raises(RequestError) as caught:
+                await FileInliner(files, "o", "a", 2500).inline((over,))
+            assert (caught.value.status, caught.value.code) == (413, "inline_limit_exceeded")
+            assert files.reads == 0
+            # A history of five references: the two newest inlined from one read, three noted.
+            history = tuple(UserMessage((part,), id=f"u{n}") for n in range(5))
+            inliner = FileInliner(files, "o", "a", 2500)
+            for _ in range(3):  # every step of a run
+                sent = await inliner.inline(history)
+            assert files.reads == 1
+            kinds = [type(message.parts[0]).__name__ for message in sent if isinstance(message, UserMessage)]
+            assert kinds == ["TextPart"] * 3 + ["FilePart"] * 2
+        finally:
+            await store.close()
+
+    asyncio.run(check())
