@@ -109,8 +109,7 @@ def _describe(agent: str, record: FileRecord) -> dict[str, Any]:
 async def _upload(slots: UploadSlots, request: Request) -> Response:
     agent, owner, files, settings = _context(request)
     media_type = _declared_type(request.headers.get("content-type", ""))
-    caller = caller_of(request)
-    with slots.hold(caller.key_id or owner, settings):  # refused before any byte of the body is read
+    with slots.hold(caller_of(request).limits_id, settings):  # refused before any byte of the body is read
         if media_type == "multipart/form-data":
             record = await _keep_multipart(request, files, owner, agent, settings)
         else:

@@ -1,10 +1,10 @@
 """Uploads one process receives at once: ``[files] max_uploads_in_flight`` in all, ``..._per_key`` per key.
 
 An upload is spooled to disk as it arrives (app/web/files.py), so each costs little memory; the bound
-keeps the files, sockets and disk one process spends on uploads finite. A key (or signed-in person)
-over its share gets 429 ``too_many_uploads``, and anyone once the process is full 503 ``uploads_busy``,
-both with ``Retry-After`` and before any byte of the body is read. The counts are this process's:
-with ``--workers N`` or replicas each has its own.
+keeps the files, sockets and disk one process spends on uploads finite. A key (or signed-in person;
+without keys there is only the process's bound) over its share gets 429 ``too_many_uploads``, and
+anyone once the process is full 503 ``uploads_busy``, both with ``Retry-After`` and before any byte of
+the body is read. The counts are this process's: with ``--workers N`` or replicas each has its own.
 """
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ class UploadSlots:
         self._by_key: dict[str, int] = {}
 
     @contextmanager
-    def hold(self, key: str, settings: FilesSettings) -> Iterator[None]:
-        """Count one upload by ``key`` while the block runs; 429 or 503 when a bound is reached."""
-        held = self._by_key.get(key, 0)
-        if held >= settings.max_uploads_in_flight_per_key:
+    def hold(self, key: str | None, settings: FilesSettings) -> Iterator[None]:
+        """Count one upload by ``key`` while the block runs; 429 or 503 when a bound is reached.
+
+        ``key`` is the caller's key or person (``Caller.limits_id``); None (no keys configured) counts
+        only against the process's bound.
+        """
+        held = self._by_key.get(key, 0) if key is not None else 0
+        if key is not None and held >= settings.max_uploads_in_flight_per_key:
             raise RequestError(
                 429,
                 "too_many_uploads",
@@ -49,13 +53,18 @@ class UploadSlots:
                 headers=_RETRY_AFTER,
             )
         self._total += 1
-        self._by_key[key] = held + 1
+        if key is not None:
+            self._by_key[key] = held + 1
         try:
             yield
         finally:
             self._total -= 1
-            left = self._by_key[key] - 1
-            if left:
-                self._by_key[key] = left
-            else:
-                del self._by_key[key]
+            if key is not None:
+                self._release(key)
+
+    def _release(self, key: str) -> None:
+        left = self._by_key[key] - 1
+        if left:
+            self._by_key[key] = left
+        else:
+            del self._by_key[key]
