@@ -50,7 +50,8 @@ _FILE_JSON = {"application/json": {"schema": {"type": "object"}}}
 
 OPERATIONS[("POST", _BASE)] = Operation(
     "Upload one file (multipart/form-data with one file field, or the raw body with its content-type and"
-    " ?name=); [files] max_bytes (413) and allowed_types (415) apply",
+    " ?name=); [files] max_bytes (413), allowed_types and an RFC 9110 media type (415), and the uploads in"
+    " flight (429 per key, 503 per process, with Retry-After) apply",
     {"201": {"description": "{id, url, mediaType, size, name, createdAt}", "content": _FILE_JSON}},
 )
 OPERATIONS[("GET", _BASE)] = Operation("The caller's uploads on the agent, newest first")
