@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TypeAlias
 
-from chatgate.leak_guard.words import JSON_TOKEN, WORD, normalized
+from chatgate.leak_guard.words import CUT_MARKUP, JSON_TOKEN, MARKUP_TOKEN, WORD, normalized, skeletons
 
 __all__ = ["REDACTED", "GuardedText", "Leak", "StreamWatch", "guarded_text"]
 
@@ -45,6 +45,7 @@ Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int
 and where its unfinished last word starts (-1: it ends between words)."""
 
 _TEXT_SHAPES: dict[str, Shape] = {}
+_MARKUP_SHAPES: dict[str, Shape] = {}
 _JSON_SHAPES: dict[str, Shape] = {}
 
 
@@ -55,8 +56,8 @@ def _shape(delta: str, token: re.Pattern[str], shapes: dict[str, Shape]) -> Shap
     tail = -1
     for match in token.finditer(delta):
         raw = match.group()
-        if raw[0] == "\\" and token is JSON_TOKEN:
-            continue  # an escape separates words
+        if raw[0] == "\\" and len(raw) == 2:
+            continue  # a JSON escape other than \uXXXX separates words
         first, last = match.span()
         glued = glued or first == 0
         if last == len(delta):
@@ -101,6 +102,8 @@ class GuardedText:
     first_word_prefixes: frozenset[str]
     """Every prefix of a first word: a trailing, unfinished word that is one is held back."""
     longest_word: int
+    markup: bool
+    """Whether answer text and reasoning are read as markdown and HTML (``MARKUP_TOKEN``)."""
     starts: dict[str, bool] = field(default_factory=dict)
     """``may_start``'s answers, by raw unfinished word."""
     plans: dict[str, Plan] = field(default_factory=dict)
@@ -163,7 +166,12 @@ class GuardedText:
         none open, holds no leak and its unfinished last word could not start one; JSON never does
         (an escape cut at a chunk's end is carried over to the next).
         """
-        shapes, token, plans = (_JSON_SHAPES, JSON_TOKEN, self.json_plans) if json else (_TEXT_SHAPES, WORD, self.plans)
+        if json:
+            shapes, token, plans = _JSON_SHAPES, JSON_TOKEN, self.json_plans
+        elif self.markup:
+            shapes, token, plans = _MARKUP_SHAPES, MARKUP_TOKEN, self.plans
+        else:
+            shapes, token, plans = _TEXT_SHAPES, WORD, self.plans
         shape = shapes.get(delta) or _shape(delta, token, shapes)
         glued, words, tail = shape
         state = 0
@@ -174,8 +182,10 @@ class GuardedText:
                 leaks = leaks or self.depth[state] == self.min_words
         raw = delta[tail:] if tail >= 0 else ""
         may = tail >= 0 and (self.starts.get(raw) if raw in self.starts else self.may_start(raw))
-        quiet = bool(delta) and not json and not leaks and not state and not may
-        spaced = tail > 0 and not words and not glued
+        # A tag or character reference cut at the chunk's end waits for the next chunk (``StreamWatch._uncut``).
+        cut = self.markup and not json and ("<" in delta or "&" in delta) and CUT_MARKUP.search(delta) is not None
+        quiet = bool(delta) and not json and not leaks and not state and not may and not cut
+        spaced = tail > 0 and not words and not glued and not cut
         found = normalized(raw) if tail >= 0 else ()
         plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
         if len(plans) < _PLANS:
@@ -190,8 +200,12 @@ class GuardedText:
 
 
 @lru_cache(maxsize=64)
-def guarded_text(text: str, min_words: int) -> GuardedText:
-    """The matching tables of ``text``; cached, since an agent's prompt is usually the same each run."""
+def guarded_text(text: str, min_words: int, *, markup: bool = False) -> GuardedText:
+    """The matching tables of ``text``; cached, since an agent's prompt is usually the same each run.
+
+    ``markup``: answers are rendered as markdown and HTML, so their text is read as such.
+    """
+    skeletons()  # the look-alikes' tables are built before any answer needs them
     words = [word for raw in WORD.findall(text) for word in normalized(raw)]
     goto: list[dict[str, int]] = [{}]
     depth = [0]
@@ -218,7 +232,7 @@ def guarded_text(text: str, min_words: int) -> GuardedText:
     prefixes = frozenset(word[:end] for word in first for end in range(1, len(word) + 1))
     longest = max((len(word) for word in first), default=0)
     moves = tuple(dict(row) for row in goto)
-    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), moves, first, prefixes, longest)
+    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), moves, first, prefixes, longest, markup)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +264,7 @@ class StreamWatch:
         "_json",
         "_leak_start",
         "_leaking",
+        "_markup",
         "_partial",
         "_pending",
         "_plain",
@@ -273,7 +288,8 @@ class StreamWatch:
         self._canary = canary or ""
         self._redact = redact
         self._json = json
-        self._token = JSON_TOKEN if json else WORD
+        self._markup = guarded.markup and not json
+        self._token = JSON_TOKEN if json else MARKUP_TOKEN if self._markup else WORD
         self._plans: dict[str, Plan] = {} if json else guarded.plans  # JSON looks its plan up after ``_uncut``
         self._quiet_tails: dict[str, int] = {} if json else guarded.quiet_tails
         self._quiet_chunks: dict[str, int] = {} if json else guarded.quiet_chunks
@@ -291,7 +307,7 @@ class StreamWatch:
         self._emitted = 0
         self._partial = -1
         self._tail_word: str | None = None  # the unfinished word normalized, when it is one chunk's tail
-        self._carry = ""  # JSON only: an escape cut by the chunk's end, matched with the next chunk
+        self._carry = ""  # JSON and markup: an escape, tag or reference cut by the chunk's end, matched with the next
         self._state = 0  # the automaton's state: how long a run of the guarded text is open
         self._starts: list[int] = []  # where each word of the open run starts (as many as its depth)
         self._leaking = False  # inside a leak, swallowing words that continue it
@@ -377,7 +393,12 @@ class StreamWatch:
                     if held == end:
                         self._quiet = True
                     return pending[emitted - base : held - base]
-        plan = self._plans.get(delta)
+        plan: Plan | None
+        if self._markup and (self._carry or "<" in delta or "&" in delta):
+            delta = self._uncut_markup(delta)
+            plan = self._plans.get(delta) or self._guarded.plan(delta)
+        else:
+            plan = self._plans.get(delta)
         if plan is None:
             if self._json:
                 if self.stopped:
@@ -437,8 +458,9 @@ class StreamWatch:
             self._base = keep
             self._pending = pending[keep - base :]
         self._tail_word = None
+        self._plain = self._is_plain()  # again after ``release``
         # Nothing held and no leak to follow: no run is open.
-        self._quiet = held == end and not self._leaking and not self._json and not self._canary
+        self._quiet = held == end and self._plain
         if out is None:
             if emitted == begin and held == end:
                 return delta  # the common case: nothing was held before, nothing is now
@@ -462,7 +484,7 @@ class StreamWatch:
             # a JSON word may be followed by a cut escape, kept in ``_pending`` (not a word character)
             raw = self._pending[partial - self._base :]
             match = self._token.match(raw)
-            if match is not None and not (self._json and raw[0] == "\\"):
+            if match is not None and not (raw[0] == "\\" and match.end() == 2):  # a JSON escape: a separator
                 end = partial + match.end()
                 self._words(normalized(match.group()), partial, end, out)
             if self.stopped:
@@ -473,6 +495,30 @@ class StreamWatch:
         self._base = self._emitted = self._end
         self._pending = ""
         return "".join(out)
+
+    def release(self) -> str:
+        """One span of the stream ends, the stream goes on (an answer's text spans): release what is held.
+
+        The open run and the unfinished last word are kept, so the next span continues them as a reader of
+        the joined spans does; what is released cannot be taken back, so a leak the next span completes is
+        redacted from there on.
+        """
+        if self.stopped:
+            return ""
+        if self._carry:
+            self._pending += self._carry
+            self._end += len(self._carry)
+            self._carry = ""
+        out = self._pending[self._emitted - self._base :]
+        self._emitted = self._end
+        keep = self._partial if self._partial >= 0 else self._end
+        self._pending = self._pending[keep - self._base :]
+        self._base = keep
+        self._plain = self._quiet = False  # the next chunk goes the general way: a run may be open
+        return out
+
+    def _is_plain(self) -> bool:
+        return not (self._json or self._canary or self._leaking or self.stopped or self._carry)
 
     def _words(self, found: tuple[str, ...], start: int, end: int, out: list[str] | None) -> list[str] | None:
         """Match the words one raw word normalized to; what a leak releases is added to ``out``."""
@@ -501,6 +547,18 @@ class StreamWatch:
         if (at - escaping) % 2 == 0 and (not rest or (rest[0] == "u" and len(rest) < 5)):
             self._carry = delta[at:]
             return delta[:at]
+        return delta
+
+    def _uncut_markup(self, delta: str) -> str:
+        """Markup: ``delta`` after the tag or reference cut at the previous chunk's end, without one cut at its own."""
+        if self._carry:
+            delta = self._carry + delta
+            self._carry = ""
+        cut = CUT_MARKUP.search(delta)
+        if cut is not None:
+            self._carry = delta[cut.start() :]
+            delta = delta[: cut.start()]
+        self._plain = self._is_plain()
         return delta
 
     def _word(self, word: str, start: int, end: int) -> str | None:
@@ -569,7 +627,7 @@ class StreamWatch:
         if continues:
             self._leaking = True
         else:
-            self._plain = not self._json and not self._canary
+            self._plain = self._is_plain()
             self._state = 0
             self._starts.clear()
             self.leaks.append(Leak(start, end - start))
@@ -587,7 +645,7 @@ class StreamWatch:
 
     def _end_leak(self) -> None:
         self._leaking = False
-        self._plain = not self._json and not self._canary
+        self._plain = self._is_plain()
         self.leaks.append(Leak(self._leak_start, self._emitted - self._leak_start))
         self._state = 0
         self._starts.clear()
