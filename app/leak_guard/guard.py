@@ -41,7 +41,7 @@ from chatgate.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from chatgate.history import SystemMessage
+from chatgate.history import AssistantMessage, SystemMessage, UserMessage
 from chatgate.ids import new_id
 from chatgate.leak_guard.matcher import GuardedText, StreamWatch, guarded_text
 from chatgate.providers import ModelRequest
@@ -98,7 +98,11 @@ def start_guard(
     metrics: LeakCounter | None = None,
     markup: bool = False,
 ) -> tuple[ModelRequest, LeakGuard | None]:
-    """The request to send (with the canary added, if asked) and the run's guard; None when nothing is guarded."""
+    """The request to send (with the canary added, if asked) and the run's guard; None when nothing is guarded.
+
+    A run that continues an answer (after its tool calls were answered) is watched from where the answer
+    stands: the text of the assistant messages since the last user message, as a view that joins them shows it.
+    """
     system = "\n\n".join(m.content for m in request.messages if isinstance(m, SystemMessage))
     if mode == "off" or not system:
         return request, None
@@ -113,7 +117,21 @@ def start_guard(
     guarded = guarded_text(system, min_words, markup=markup)
     if guarded.empty and marker is None:
         return request, None
-    return request, LeakGuard(guarded, marker, mode=mode, agent=agent, run_id=run_id, metrics=metrics)
+    answered = _answer_so_far(request)
+    return request, LeakGuard(
+        guarded, marker, mode=mode, agent=agent, run_id=run_id, metrics=metrics, answered=answered
+    )
+
+
+def _answer_so_far(request: ModelRequest) -> str:
+    """The text of the assistant messages after the last user message: the answer a run continues."""
+    texts: list[str] = []
+    for message in reversed(request.messages):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, AssistantMessage):
+            texts.append(message.text)
+    return "".join(reversed(texts))
 
 
 _Kind: TypeAlias = Literal["text", "reasoning", "tool call", "source"]
@@ -156,6 +174,7 @@ class LeakGuard:
         agent: str,
         run_id: str,
         metrics: LeakCounter | None = None,
+        answered: str = "",
     ) -> None:
         self._guarded = guarded
         self._canary = canary
@@ -174,6 +193,11 @@ class LeakGuard:
         self._calls: dict[str, StreamWatch] = {}
         self._renamed: dict[str, str] = {}  # tool call ids that leaked, and the ids they go out as
         self.released: list[RunEvent] = []
+        if answered:  # the answer this run continues, already shown: the text stream goes on from it
+            watch = self._text = self._stream()
+            watch.feed(answered)
+            watch.release()
+            watch.reported = len(watch.leaks)
 
     def filter(self, event: RunEvent) -> RunEvent | None:
         """``event`` as it may be shown (None: all of it held back); raises ``PromptLeak`` in ``stop`` mode.
@@ -271,10 +295,11 @@ class LeakGuard:
     def flush(self) -> list[RunEvent]:
         """Release what every open stream holds (the model call ended without closing them, or failed)."""
         deltas: list[RunEvent] = []
-        rest = self._finish(self._text, "text")
-        if rest and self._text_open:  # an ended span's last word went out with it
-            deltas.append(TextDelta(self._text_id, rest))
-        self._text = None
+        if self._text is not None:  # kept: the run's next model call continues the same answer
+            rest = self._text.release()
+            self._check(self._text, "text")
+            if rest and self._text_open:
+                deltas.append(TextDelta(self._text_id, rest))
         self._text_open = False
         for reasoning_id, watch in self._reasonings.items():
             if rest := self._finish(watch, "reasoning"):

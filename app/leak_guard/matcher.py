@@ -499,9 +499,9 @@ class StreamWatch:
     def release(self) -> str:
         """One span of the stream ends, the stream goes on (an answer's text spans): release what is held.
 
-        The open run and the unfinished last word are kept, so the next span continues them as a reader of
-        the joined spans does; what is released cannot be taken back, so a leak the next span completes is
-        redacted from there on.
+        The open run is kept, and so is the unfinished last word unless, complete as it stands, it would
+        make a leak: the next span continues them as a reader of the joined spans does. What is released
+        cannot be taken back, so a leak the next span completes is redacted from there on.
         """
         if self.stopped:
             return ""
@@ -509,13 +509,34 @@ class StreamWatch:
             self._pending += self._carry
             self._end += len(self._carry)
             self._carry = ""
-        out = self._pending[self._emitted - self._base :]
+        out: list[str] = []
+        partial = self._partial
+        if partial >= 0:
+            match = self._token.match(self._pending[partial - self._base :])
+            found = normalized(match.group()) if match is not None else ()
+            if match is not None and (self._leaking or self._would_leak(found)):
+                self._partial = -1
+                self._words(found, partial, partial + match.end(), out)
+                if self.stopped:
+                    return "".join(out)
+        if self._leaking:  # counted now: the next span matches afresh
+            self._end_leak()
+        out.append(self._pending[self._emitted - self._base :])
         self._emitted = self._end
         keep = self._partial if self._partial >= 0 else self._end
         self._pending = self._pending[keep - self._base :]
         self._base = keep
         self._plain = self._quiet = False  # the next chunk goes the general way: a run may be open
-        return out
+        return "".join(out)
+
+    def _would_leak(self, found: tuple[str, ...]) -> bool:
+        guarded = self._guarded
+        state = self._state
+        for word in found:
+            state = guarded.step(state, word)
+            if guarded.depth[state] == guarded.min_words:
+                return True
+        return False
 
     def _is_plain(self) -> bool:
         return not (self._json or self._canary or self._leaking or self.stopped or self._carry)
