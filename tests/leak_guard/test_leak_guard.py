@@ -350,3 +350,47 @@ def test_tool_call_names_and_ids_and_cited_sources_are_watched() -> None:
     assert delta.tool_call_id == end.tool_call_id == start.tool_call_id
     assert isinstance(source, SourceCited) and source.source_id == "s2" and source.title == REDACTED
     assert isinstance(finished, ModelFinished)
+
+
+def reference(text: str, prompt: str, k: int = K) -> str:
+    """What the guard shows of ``text`` in ``redact`` mode, from the whole text at once (no streaming).
+
+    A leak runs from the first word of the leftmost ``k`` words in a row of ``prompt`` to the last word
+    that still continues it (its last ``k`` words are ``k`` words in a row of the prompt), and becomes one
+    ``REDACTED``; matching starts afresh at the word after it.
+    """
+    found = [(match.start(), match.end(), word) for match in WORD.finditer(text) for word in normalized(match[0])]
+    words = [word for _, _, word in found]
+    prompt_words = words_of(prompt)
+    grams = {tuple(prompt_words[i : i + k]) for i in range(len(prompt_words) - k + 1)}
+    shown: list[str] = []
+    emitted = 0
+    at = 0
+    while at + k <= len(words):
+        if tuple(words[at : at + k]) not in grams:
+            at += 1
+            continue
+        last = at + k
+        while last < len(words) and tuple(words[last - k + 1 : last + 1]) in grams:
+            last += 1
+        shown += [text[emitted : max(found[at][0], emitted)], REDACTED]
+        emitted = max(found[last - 1][1], emitted)
+        at = last
+    return "".join(shown) + text[emitted:]
+
+
+@FAST
+@given(st.data())
+def test_the_guard_the_matcher_and_a_reference_agree_at_any_chunk_split(data: st.DataObject) -> None:
+    prompt = data.draw(prompts())
+    words = prompt.rstrip(".").split()
+    pieces = data.draw(st.lists(st.sampled_from(["ok", "sure", *words]), max_size=12))
+    start = data.draw(st.integers(0, len(words) - 1))
+    quoted = words[start : start + data.draw(st.integers(0, 2 * K))]
+    text = " ".join(pieces[:6]) + " " + " ".join(quoted) + data.draw(st.sampled_from([" ", ". ", ""]))
+    text += " ".join(pieces[6:])
+    chunks = data.draw(cuts(text))
+    streamed, _ = watch(chunks, prompt)
+    events: list[RunEvent] = [TextStart("t1"), *(TextDelta("t1", chunk) for chunk in chunks), TextEnd("t1")]
+    filtered = "".join(e.delta for e in run_guard([*events, ModelFinished("stop")], prompt) if isinstance(e, TextDelta))
+    assert streamed == filtered == reference(text, prompt), (streamed, filtered, reference(text, prompt))
