@@ -210,17 +210,6 @@ class LeakGuard:
             if watch is None:
                 watch = self._text = self._stream()
             delta = event.delta
-            # ``StreamWatch.feed``'s quiet step, inlined (the same lookup and fields; keep them in step):
-            # nearly every token of an answer that quotes nothing ends here, and a call more costs each one.
-            if watch._quiet:
-                tail = (watch._quiet_tails if watch._partial >= 0 else watch._quiet_chunks).get(delta)
-                if tail is not None:
-                    begin = watch._end
-                    watch._end = watch._emitted = begin + len(delta)
-                    watch._partial = begin + tail if tail >= 0 else -1
-                    watch._base = begin
-                    watch._pending = delta
-                    return event
             shown = watch.feed(delta)
             if watch.leaks:
                 out: RunEvent | None = (event if shown is delta else TextDelta(event.id, shown)) if shown else None

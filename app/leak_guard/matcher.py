@@ -16,9 +16,9 @@ digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
 Every token passes here, so the common cases are short (docs/performance.md, "The leak guard"): what a
 chunk is to a guarded text (``GuardedText.plan``) is worked out once and remembered. While no run is
 open and nothing is held (the stream is quiet), a chunk that leaves it so costs one dictionary lookup
-and goes out as it is (``LeakGuard.filter`` inlines that step); the usual `` word`` chunk, found in a
+and goes out as it is (``StreamWatch._passed``, the one quiet step); the usual `` word`` chunk, found in a
 table of its own (``GuardedText.spaced_words``), takes a path inlined in ``feed``; the rest (a leak, the
-canary, JSON escapes, a word cut across chunks) goes the general way.
+canary, JSON escapes, markup, a word cut across chunks) goes the general way.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TypeAlias
+from typing import NamedTuple
 
 from chatgate.leak_guard.words import CUT_MARKUP, JSON_TOKEN, MARKUP_TOKEN, WORD, normalized, skeletons
 
@@ -40,9 +40,17 @@ _CACHED = 65536  # the most entries a cache of words or chunks keeps; beyond it,
 _PLANS = 16384  # the most chunks a guarded text remembers plans for (up to 64 texts are cached)
 _MOVES = 16  # the most words a state's moves remember (a state is one of up to min_words per prompt word)
 
-Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int]
-"""A chunk's words: whether it starts inside a word, each word it completes (start, end, normalized),
-and where its unfinished last word starts (-1: it ends between words)."""
+
+class Shape(NamedTuple):
+    """A chunk's words, found once per chunk whatever the guarded text."""
+
+    glued: bool
+    """Whether it starts inside a word (its first word may continue the last chunk's)."""
+    words: tuple[tuple[int, int, tuple[str, ...]], ...]
+    """Each word it completes: start, end, normalized."""
+    tail: int
+    """Where its unfinished last word starts (-1: it ends between words)."""
+
 
 _TEXT_SHAPES: dict[str, Shape] = {}
 _MARKUP_SHAPES: dict[str, Shape] = {}
@@ -64,20 +72,35 @@ def _shape(delta: str, token: re.Pattern[str], shapes: dict[str, Shape]) -> Shap
             tail = first
         else:
             words.append((first, last, normalized(raw)))
-    shape = (glued, tuple(words), tail)
+    shape = Shape(glued, tuple(words), tail)
     if len(shapes) < _CACHED:
         shapes[delta] = shape
     return shape
 
 
-Plan: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int, bool, bool, bool, str | None]
-"""What a chunk is to one guarded text: its shape (glued, words, tail: see ``Shape``), then whether it passes
-a quiet stream whole and leaves it quiet, whether it is the usual `` word`` (not glued, no word of its
-own, an unfinished word after a separator), whether that unfinished word could start a run, and the one
-word it normalizes to as it stands (None: several, or none)."""
+class Plan(NamedTuple):
+    """What a chunk is to one guarded text: its shape, and what it does to a stream (``GuardedText.plan``)."""
 
-Spaced: TypeAlias = tuple[int, bool, str | None]
-"""A `` word`` chunk: where its unfinished word starts, whether that could start a run, its one word (see ``Plan``)."""
+    glued: bool
+    words: tuple[tuple[int, int, tuple[str, ...]], ...]
+    tail: int
+    quiet: bool
+    """Whether it passes a quiet stream whole and leaves it quiet."""
+    spaced: bool
+    """Whether it is the usual `` word``: not glued, no word of its own, an unfinished word after a separator."""
+    may_start: bool
+    """Whether its unfinished word could start a run."""
+    word: str | None
+    """The one word its unfinished word normalizes to as it stands (None: several, or none)."""
+
+
+class Spaced(NamedTuple):
+    """A `` word`` chunk, as the short way in ``StreamWatch.feed`` needs it (see ``Plan``)."""
+
+    tail: int
+    may_start: bool
+    word: str | None
+
 
 _JSON_RUN = re.compile(r'(?:\\[\s\S]|[^"\\{}\[\],:])+')
 
@@ -187,7 +210,7 @@ class GuardedText:
         quiet = bool(delta) and not json and not leaks and not state and not may and not cut
         spaced = tail > 0 and not words and not glued and not cut
         found = normalized(raw) if tail >= 0 else ()
-        plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
+        plan = Plan(glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
         if len(plans) < _PLANS:
             plans[delta] = plan
             if quiet:
@@ -195,7 +218,7 @@ class GuardedText:
                 if not glued:
                     self.quiet_tails[delta] = tail
             if spaced and not json:
-                self.spaced_words[delta] = (tail, bool(may), plan[6])
+                self.spaced_words[delta] = Spaced(tail, plan.may_start, plan.word)
         return plan
 
 
@@ -325,12 +348,7 @@ class StreamWatch:
             # too: ``word `` chunks, the other usual shape.
             tail = (self._quiet_tails if self._partial >= 0 else self._quiet_chunks).get(delta)
             if tail is not None:
-                begin = self._end
-                self._end = self._emitted = begin + len(delta)
-                self._partial = begin + tail if tail >= 0 else -1
-                self._base = begin
-                self._pending = delta
-                return delta
+                return self._passed(delta, tail)
         if self._plain:
             spaced = self._spaced_words.get(delta)
             if spaced is not None:
@@ -409,17 +427,12 @@ class StreamWatch:
                 plan = self._guarded.plan(delta)
                 if delta in self._plans:  # a chunk seen for the first time: take the short ways now
                     return self.feed(delta)
-        glued, words, tail, quiet, _, _, _ = plan
+        glued, words, tail = plan.glued, plan.words, plan.tail
         if self._quiet:
             # A released unfinished word, complete as it is, starts no run (else it was held), but one
             # continued by this chunk may yet (a combining mark): that goes the general way.
-            if quiet and (not glued or self._partial < 0):
-                begin = self._end
-                end = self._end = self._emitted = begin + len(delta)
-                self._partial = begin + tail if tail >= 0 else -1
-                self._base = begin
-                self._pending = delta
-                return delta
+            if plan.quiet and (not glued or self._partial < 0):
+                return self._passed(delta, tail)
             self._quiet = False  # set again below when everything goes out
         if self.stopped:
             return ""
@@ -467,6 +480,15 @@ class StreamWatch:
             return pending[emitted - base : held - base]
         out.append(pending[emitted - base : held - base])
         return "".join(out)
+
+    def _passed(self, delta: str, tail: int) -> str:
+        """The quiet step: ``delta`` goes out as it came, the stream stays quiet (``tail``: see ``Shape``)."""
+        begin = self._end
+        self._end = self._emitted = begin + len(delta)
+        self._partial = begin + tail if tail >= 0 else -1
+        self._base = begin
+        self._pending = delta
+        return delta
 
     def finish(self) -> str:
         """The stream ended: its last word is complete; release everything not leaked."""
