@@ -194,10 +194,12 @@ class LeakGuard:
         self._renamed: dict[str, str] = {}  # tool call ids that leaked, and the ids they go out as
         self.released: list[RunEvent] = []
         if answered:  # the answer this run continues, already shown: the text stream goes on from it
-            watch = self._text = self._stream()
+            watch = self._stream()
             watch.feed(answered)
             watch.release()
             watch.reported = len(watch.leaks)
+            # A history a client sent may hold anything; in ``stop`` mode it stops nothing of this run.
+            self._text = None if watch.stopped else watch
 
     def filter(self, event: RunEvent) -> RunEvent | None:
         """``event`` as it may be shown (None: all of it held back); raises ``PromptLeak`` in ``stop`` mode.

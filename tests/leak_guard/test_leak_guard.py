@@ -33,7 +33,7 @@ from chatgate.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from chatgate.history import SystemMessage, TextPart, UserMessage
+from chatgate.history import AssistantMessage, SystemMessage, TextPart, UserMessage
 from chatgate.leak_guard import REDACTED, PromptLeak, StreamWatch, guarded_text, start_guard
 from chatgate.leak_guard.words import WORD, normalized
 from chatgate.providers import ModelRequest
@@ -394,3 +394,22 @@ def test_the_guard_the_matcher_and_a_reference_agree_at_any_chunk_split(data: st
     events: list[RunEvent] = [TextStart("t1"), *(TextDelta("t1", chunk) for chunk in chunks), TextEnd("t1")]
     filtered = "".join(e.delta for e in run_guard([*events, ModelFinished("stop")], prompt) if isinstance(e, TextDelta))
     assert streamed == filtered == reference(text, prompt), (streamed, filtered, reference(text, prompt))
+
+
+def test_a_run_continuing_an_answer_is_watched_from_where_the_answer_stands() -> None:
+    prompt = " ".join(VOCABULARY[:12])
+    said = AssistantMessage((TextPart(" ".join(VOCABULARY[:5]) + " "),))
+    request = ModelRequest("m", (SystemMessage(prompt), UserMessage((TextPart("hi"),)), said))
+    for mode in ("redact", "stop"):
+        _, guard = start_guard(request, mode=mode, min_words=K, canary=False, agent="bot", run_id="r")  # type: ignore[arg-type]
+        assert guard is not None
+        try:
+            out = guard.filter(TextDelta("t2", " ".join(VOCABULARY[5:9]) + " thanks"))
+        except PromptLeak:
+            assert mode == "stop"
+        else:
+            assert mode == "redact" and isinstance(out, TextDelta) and out.delta == REDACTED  # 5 + 4 words
+    leaked = AssistantMessage((TextPart(" ".join(VOCABULARY[:10])),))  # a client's own history, in stop mode
+    request = ModelRequest("m", (SystemMessage(prompt), UserMessage((TextPart("hi"),)), leaked))
+    _, guard = start_guard(request, mode="stop", min_words=K, canary=False, agent="bot", run_id="r")
+    assert guard is not None and guard.filter(TextDelta("t2", "ok, bye ")) is not None
