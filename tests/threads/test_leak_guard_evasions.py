@@ -133,6 +133,9 @@ def _strings(value: Any) -> Iterator[str]:
 def assert_hidden(view: Any, where: str) -> None:
     """No string of ``view``, nor all of them joined (a message's spans), shows ``K`` prompt words in a row."""
     strings = list(_strings(view))
+    if isinstance(view, list):  # a stream: a client joins its text deltas
+        kinds = ("text-delta", "TEXT_MESSAGE_CONTENT")
+        strings.append("".join(e["delta"] for e in view if isinstance(e, dict) and e.get("type") in kinds))
     for text in [*strings, "".join(strings)]:
         assert not visible_leak(text, PROMPT, K), f"{where}: {text!r}"
 
