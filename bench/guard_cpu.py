@@ -1,13 +1,13 @@
 """The leak guard alone: CPU per token of a 200-token answer through the guard, against the same loop bare.
 
-    .venv/bin/python bench/guard_cpu.py [--reply prose|words] [--rounds 15] [--answers 300]
+    .venv/bin/python bench/guard_cpu.py [--reply prose|words] [--markup on|off] [--rounds 15] [--answers 300]
 
 No app: an async loop reads 200 text deltas (the answer ``app_cpu.py`` uses: ``--reply prose`` shares
 many words with ``setups.LEAK_GUARD_PROMPT``, ``words`` none) and passes each to the guard as the runner
 does (``LeakGuard.filter``, its released deltas, ``None`` for held text). ``watch`` is the same through
 the guard's async generator. Batches alternate; the medians and what each adds to the bare loop are
-printed. With a version of the code without ``filter`` (before it), only ``watch`` is measured. A
-benchmark, not a test.
+printed. ``--markup`` is the agent's ``leak_guard.markup`` (on by default). With a version of the code
+without ``filter`` (before it), only ``watch`` is measured. A benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def answer(reply: str) -> list[RunEvent]:
     return [TextStart("m1"), *[TextDelta("m1", w) for w in words], TextEnd("m1"), ModelFinished("stop")]
 
 
-def loops(events: list[RunEvent]) -> dict[str, Callable[[], Awaitable[int]]]:
+def loops(events: list[RunEvent], *, markup: bool) -> dict[str, Callable[[], Awaitable[int]]]:
     """The bare loop and the guarded ones; each returns the events it passed on."""
 
     async def source() -> AsyncIterator[RunEvent]:
@@ -42,7 +42,8 @@ def loops(events: list[RunEvent]) -> dict[str, Callable[[], Awaitable[int]]]:
             yield event
 
     def guard() -> LeakGuard:
-        return LeakGuard(guarded_text(LEAK_GUARD_PROMPT, 8), None, mode="redact", agent="bench", run_id="r")
+        guarded = guarded_text(LEAK_GUARD_PROMPT, 8, markup=markup)
+        return LeakGuard(guarded, None, mode="redact", agent="bench", run_id="r")
 
     async def bare() -> int:
         passed = 0
@@ -78,7 +79,7 @@ def loops(events: list[RunEvent]) -> dict[str, Callable[[], Awaitable[int]]]:
 
 async def measure(args: argparse.Namespace) -> None:
     """Warm up, alternate batches of every loop, print the medians per token."""
-    runs = loops(answer(args.reply))
+    runs = loops(answer(args.reply), markup=args.markup == "on")
     for run in runs.values():
         for _ in range(100):
             await run()
@@ -98,6 +99,7 @@ async def measure(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reply", choices=["prose", "words"], default="prose")
+    parser.add_argument("--markup", choices=["on", "off"], default="on")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--answers", type=int, default=300, help="answers per batch")
     asyncio.run(measure(parser.parse_args()))

@@ -409,6 +409,9 @@ class LeakGuardConfig(_Strict):
     mode: LeakGuardMode | None = None
     min_words: int = Field(default=8, ge=3, le=64)
     canary: bool = False
+    markup: bool = True
+    """Read answers and reasoning as markdown and HTML, as the chat page and most frontends render them:
+    emphasis marks and inline tags are invisible inside a word, character references are what they show."""
 
 
 class ProviderTimeouts(_Strict):

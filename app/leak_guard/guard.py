@@ -4,8 +4,10 @@
 (every system message: the rendered prompt, a thread's own system message, the instructions) is what is
 guarded, plus, with ``canary = true``, a random marker added to it with an instruction never to repeat
 it. The runner hands ``LeakGuard.filter`` each model event (``watch`` does the same around an event
-stream): text, reasoning and tool call arguments each go through their own ``StreamWatch``
-(app/leak_guard/matcher.py); other events pass untouched. In
+stream): a model call's answer text (all its spans as one stream, as a stored message joins them), each
+reasoning span and each tool call's arguments go through their own ``StreamWatch``
+(app/leak_guard/matcher.py); tool call names and ids and cited sources are checked whole; other events
+pass untouched. In
 ``redact`` mode a leak becomes ``[redacted]``; in ``stop`` mode what preceded it is released and
 ``PromptLeak`` ends the run (the runner turns it into ``RunFailed(code="prompt_leak")``).
 
@@ -22,6 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Literal, Protocol, TypeAlias
+from urllib.parse import unquote
 
 from chatgate.config import LeakGuardMode
 from chatgate.errors import ChatgateError
@@ -30,12 +33,16 @@ from chatgate.events import (
     ReasoningDelta,
     ReasoningEnd,
     RunEvent,
+    SourceCited,
     TextDelta,
     TextEnd,
+    TextStart,
     ToolCallDelta,
     ToolCallEnd,
+    ToolCallStart,
 )
-from chatgate.history import SystemMessage
+from chatgate.history import AssistantMessage, SystemMessage, UserMessage
+from chatgate.ids import new_id
 from chatgate.leak_guard.matcher import GuardedText, StreamWatch, guarded_text
 from chatgate.providers import ModelRequest
 
@@ -89,8 +96,13 @@ def start_guard(
     agent: str,
     run_id: str,
     metrics: LeakCounter | None = None,
+    markup: bool = False,
 ) -> tuple[ModelRequest, LeakGuard | None]:
-    """The request to send (with the canary added, if asked) and the run's guard; None when nothing is guarded."""
+    """The request to send (with the canary added, if asked) and the run's guard; None when nothing is guarded.
+
+    A run that continues an answer (after its tool calls were answered) is watched from where the answer
+    stands: the text of the assistant messages since the last user message, as a view that joins them shows it.
+    """
     system = "\n\n".join(m.content for m in request.messages if isinstance(m, SystemMessage))
     if mode == "off" or not system:
         return request, None
@@ -102,13 +114,27 @@ def start_guard(
         notice = SystemMessage(f"{CANARY_INSTRUCTION} {marker}", id="leak-guard-canary")
         request = replace(request, messages=(*request.messages[:head], notice, *request.messages[head:]))
         system = f"{system}\n\n{CANARY_INSTRUCTION}"
-    guarded = guarded_text(system, min_words)
+    guarded = guarded_text(system, min_words, markup=markup)
     if guarded.empty and marker is None:
         return request, None
-    return request, LeakGuard(guarded, marker, mode=mode, agent=agent, run_id=run_id, metrics=metrics)
+    answered = _answer_so_far(request)
+    return request, LeakGuard(
+        guarded, marker, mode=mode, agent=agent, run_id=run_id, metrics=metrics, answered=answered
+    )
 
 
-_Kind: TypeAlias = Literal["text", "reasoning", "tool call"]
+def _answer_so_far(request: ModelRequest) -> str:
+    """The text of the assistant messages after the last user message: the answer a run continues."""
+    texts: list[str] = []
+    for message in reversed(request.messages):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, AssistantMessage):
+            texts.append(message.text)
+    return "".join(reversed(texts))
+
+
+_Kind: TypeAlias = Literal["text", "reasoning", "tool call", "source"]
 
 
 class LeakGuard:
@@ -130,10 +156,11 @@ class LeakGuard:
         "_mode",
         "_reasonings",
         "_redact",
+        "_renamed",
         "_run_id",
         "_text",
         "_text_id",
-        "_texts",
+        "_text_open",
         "leaks",
         "released",
     )
@@ -147,6 +174,7 @@ class LeakGuard:
         agent: str,
         run_id: str,
         metrics: LeakCounter | None = None,
+        answered: str = "",
     ) -> None:
         self._guarded = guarded
         self._canary = canary
@@ -156,13 +184,22 @@ class LeakGuard:
         self._run_id = run_id
         self._metrics = metrics
         self.leaks = 0
-        # One model call's open streams; a call's end (``ModelFinished``, ``flush``) empties them.
-        self._texts: dict[str, StreamWatch] = {}
+        # One model call's open streams; a call's end (``ModelFinished``, ``flush``) empties them. Its text
+        # spans are one stream: a message's text joins them (tool calls between them split nothing).
+        self._text: StreamWatch | None = None
+        self._text_id = ""  # the text span open (or last open), and whether it is
+        self._text_open = False
         self._reasonings: dict[str, StreamWatch] = {}
         self._calls: dict[str, StreamWatch] = {}
-        self._text_id = ""  # the text span of the last delta, and its watch: the next delta is nearly always its
-        self._text: StreamWatch | None = None
+        self._renamed: dict[str, str] = {}  # tool call ids that leaked, and the ids they go out as
         self.released: list[RunEvent] = []
+        if answered:  # the answer this run continues, already shown: the text stream goes on from it
+            watch = self._stream()
+            watch.feed(answered)
+            watch.release()
+            watch.reported = len(watch.leaks)
+            # A history a client sent may hold anything; in ``stop`` mode it stops nothing of this run.
+            self._text = None if watch.stopped else watch
 
     def filter(self, event: RunEvent) -> RunEvent | None:
         """``event`` as it may be shown (None: all of it held back); raises ``PromptLeak`` in ``stop`` mode.
@@ -172,21 +209,9 @@ class LeakGuard:
         """
         if type(event) is TextDelta:  # nearly every event
             watch = self._text
-            if watch is None or event.id != self._text_id:
-                watch = self._texts.get(event.id) or self._texts.setdefault(event.id, self._stream())
-                self._text_id, self._text = event.id, watch
+            if watch is None:
+                watch = self._text = self._stream()
             delta = event.delta
-            # ``StreamWatch.feed``'s quiet step, inlined (the same lookup and fields; keep them in step):
-            # nearly every token of an answer that quotes nothing ends here, and a call more costs each one.
-            if watch._quiet:
-                tail = (watch._quiet_tails if watch._partial >= 0 else watch._quiet_chunks).get(delta)
-                if tail is not None:
-                    begin = watch._end
-                    watch._end = watch._emitted = begin + len(delta)
-                    watch._partial = begin + tail if tail >= 0 else -1
-                    watch._base = begin
-                    watch._pending = delta
-                    return event
             shown = watch.feed(delta)
             if watch.leaks:
                 out: RunEvent | None = (event if shown is delta else TextDelta(event.id, shown)) if shown else None
@@ -200,23 +225,37 @@ class LeakGuard:
             out = (event if shown is event.delta else ReasoningDelta(event.id, shown)) if shown else None
             return self._after_leak(watch, "reasoning", out) if watch.leaks else out
         if isinstance(event, ToolCallDelta):
+            if self._renamed and event.tool_call_id in self._renamed:
+                event = ToolCallDelta(self._renamed[event.tool_call_id], event.delta)
             calls = self._calls
             watch = calls.get(event.tool_call_id) or calls.setdefault(event.tool_call_id, self._stream(json=True))
             shown = watch.feed(event.delta)
             out = (event if shown is event.delta else ToolCallDelta(event.tool_call_id, shown)) if shown else None
             return self._after_leak(watch, "tool call", out) if watch.leaks else out
+        if isinstance(event, TextStart):
+            self._text_id, self._text_open = event.id, True
+            return event
         if isinstance(event, TextEnd):
-            self._text = None
-            rest = self._finish(self._texts.pop(event.id, None), "text")
-            if rest:
-                self.released.append(TextDelta(event.id, rest))
+            self._text_open = False
+            watch = self._text
+            if watch is not None:
+                rest = watch.release()  # the span ends; the answer's next span continues the stream
+                self._check(watch, "text")
+                if rest:
+                    self.released.append(TextDelta(event.id, rest))
             return event
         if isinstance(event, ReasoningEnd):
             rest = self._finish(self._reasonings.pop(event.id, None), "reasoning")
             if rest:
                 self.released.append(ReasoningDelta(event.id, rest))
             return event
+        if isinstance(event, ToolCallStart):
+            return self._named_call(event)
+        if isinstance(event, SourceCited):
+            return self._source(event)
         if isinstance(event, ToolCallEnd):
+            if self._renamed and event.tool_call_id in self._renamed:
+                event = replace(event, tool_call_id=self._renamed[event.tool_call_id])
             streamed = self._calls.pop(event.tool_call_id, None)
             rest = self._finish(streamed, "tool call")
             if rest:
@@ -246,18 +285,19 @@ class LeakGuard:
 
     def flush(self) -> list[RunEvent]:
         """Release what every open stream holds (the model call ended without closing them, or failed)."""
-        self._text = None
         deltas: list[RunEvent] = []
-        for text_id, watch in self._texts.items():
-            if rest := self._finish(watch, "text"):
-                deltas.append(TextDelta(text_id, rest))
+        if self._text is not None:  # kept: the run's next model call continues the same answer
+            rest = self._text.release()
+            self._check(self._text, "text")
+            if rest and self._text_open:
+                deltas.append(TextDelta(self._text_id, rest))
+        self._text_open = False
         for reasoning_id, watch in self._reasonings.items():
             if rest := self._finish(watch, "reasoning"):
                 deltas.append(ReasoningDelta(reasoning_id, rest))
         for call_id, watch in self._calls.items():
             if rest := self._finish(watch, "tool call"):
                 deltas.append(ToolCallDelta(call_id, rest))
-        self._texts.clear()
         self._reasonings.clear()
         self._calls.clear()
         return deltas
@@ -307,6 +347,36 @@ class LeakGuard:
         if watch.stopped:
             raise PromptLeak
         return event if arguments == event.arguments else replace(event, arguments=arguments)
+
+    def _named_call(self, event: ToolCallStart) -> ToolCallStart:
+        """A tool call's name and id, each checked whole: a leaked id goes out (and on) as a new one."""
+        name = self._whole(event.name, "tool call")
+        call_id = event.tool_call_id
+        if self._whole(call_id, "tool call") != call_id:
+            self._renamed[call_id] = new_id("call")
+            call_id = self._renamed[call_id]
+        if name == event.name and call_id == event.tool_call_id:
+            return event
+        return ToolCallStart(call_id, name)
+
+    def _source(self, event: SourceCited) -> SourceCited | None:
+        """A cited source's title, file name and URL, checked whole; a URL that leaks leaves the source out."""
+        if event.url is not None and self._whole(unquote(event.url), "source") != unquote(event.url):
+            return None  # a redacted URL is no URL; read as a browser shows it (``%20`` a space)
+        title = self._whole(event.title, "source") if event.title else event.title
+        filename = self._whole(event.filename, "source") if event.filename else event.filename
+        if title == event.title and filename == event.filename:
+            return event
+        return replace(event, title=title, filename=filename)
+
+    def _whole(self, text: str, kind: _Kind) -> str:
+        """``text`` (a complete name, id, title or URL) as it may be shown; raises ``PromptLeak`` in ``stop`` mode."""
+        watch = self._stream()
+        shown = watch.feed(text) + watch.finish()
+        if not watch.leaks:
+            return text
+        self._report(watch, kind)
+        return shown
 
     def _report(self, watch: StreamWatch, kind: _Kind) -> None:
         for leak in watch.leaks[watch.reported :]:

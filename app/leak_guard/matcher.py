@@ -16,9 +16,9 @@ digits, whatever separates them, so ``c g k 7`` is caught as ``cgk7`` is.
 Every token passes here, so the common cases are short (docs/performance.md, "The leak guard"): what a
 chunk is to a guarded text (``GuardedText.plan``) is worked out once and remembered. While no run is
 open and nothing is held (the stream is quiet), a chunk that leaves it so costs one dictionary lookup
-and goes out as it is (``LeakGuard.filter`` inlines that step); the usual `` word`` chunk, found in a
+and goes out as it is (``StreamWatch._passed``, the one quiet step); the usual `` word`` chunk, found in a
 table of its own (``GuardedText.spaced_words``), takes a path inlined in ``feed``; the rest (a leak, the
-canary, JSON escapes, a word cut across chunks) goes the general way.
+canary, JSON escapes, markup, a word cut across chunks) goes the general way.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TypeAlias
+from typing import NamedTuple
 
-from chatgate.leak_guard.words import JSON_TOKEN, WORD, normalized
+from chatgate.leak_guard.words import CUT_MARKUP, JSON_TOKEN, MARKUP_TOKEN, WORD, normalized, skeletons
 
 __all__ = ["REDACTED", "GuardedText", "Leak", "StreamWatch", "guarded_text"]
 
@@ -40,11 +40,20 @@ _CACHED = 65536  # the most entries a cache of words or chunks keeps; beyond it,
 _PLANS = 16384  # the most chunks a guarded text remembers plans for (up to 64 texts are cached)
 _MOVES = 16  # the most words a state's moves remember (a state is one of up to min_words per prompt word)
 
-Shape: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int]
-"""A chunk's words: whether it starts inside a word, each word it completes (start, end, normalized),
-and where its unfinished last word starts (-1: it ends between words)."""
+
+class Shape(NamedTuple):
+    """A chunk's words, found once per chunk whatever the guarded text."""
+
+    glued: bool
+    """Whether it starts inside a word (its first word may continue the last chunk's)."""
+    words: tuple[tuple[int, int, tuple[str, ...]], ...]
+    """Each word it completes: start, end, normalized."""
+    tail: int
+    """Where its unfinished last word starts (-1: it ends between words)."""
+
 
 _TEXT_SHAPES: dict[str, Shape] = {}
+_MARKUP_SHAPES: dict[str, Shape] = {}
 _JSON_SHAPES: dict[str, Shape] = {}
 
 
@@ -55,28 +64,43 @@ def _shape(delta: str, token: re.Pattern[str], shapes: dict[str, Shape]) -> Shap
     tail = -1
     for match in token.finditer(delta):
         raw = match.group()
-        if raw[0] == "\\" and token is JSON_TOKEN:
-            continue  # an escape separates words
+        if raw[0] == "\\" and len(raw) == 2:
+            continue  # a JSON escape other than \uXXXX separates words
         first, last = match.span()
         glued = glued or first == 0
         if last == len(delta):
             tail = first
         else:
             words.append((first, last, normalized(raw)))
-    shape = (glued, tuple(words), tail)
+    shape = Shape(glued, tuple(words), tail)
     if len(shapes) < _CACHED:
         shapes[delta] = shape
     return shape
 
 
-Plan: TypeAlias = tuple[bool, tuple[tuple[int, int, tuple[str, ...]], ...], int, bool, bool, bool, str | None]
-"""What a chunk is to one guarded text: its shape (glued, words, tail: see ``Shape``), then whether it passes
-a quiet stream whole and leaves it quiet, whether it is the usual `` word`` (not glued, no word of its
-own, an unfinished word after a separator), whether that unfinished word could start a run, and the one
-word it normalizes to as it stands (None: several, or none)."""
+class Plan(NamedTuple):
+    """What a chunk is to one guarded text: its shape, and what it does to a stream (``GuardedText.plan``)."""
 
-Spaced: TypeAlias = tuple[int, bool, str | None]
-"""A `` word`` chunk: where its unfinished word starts, whether that could start a run, its one word (see ``Plan``)."""
+    glued: bool
+    words: tuple[tuple[int, int, tuple[str, ...]], ...]
+    tail: int
+    quiet: bool
+    """Whether it passes a quiet stream whole and leaves it quiet."""
+    spaced: bool
+    """Whether it is the usual `` word``: not glued, no word of its own, an unfinished word after a separator."""
+    may_start: bool
+    """Whether its unfinished word could start a run."""
+    word: str | None
+    """The one word its unfinished word normalizes to as it stands (None: several, or none)."""
+
+
+class Spaced(NamedTuple):
+    """A `` word`` chunk, as the short way in ``StreamWatch.feed`` needs it (see ``Plan``)."""
+
+    tail: int
+    may_start: bool
+    word: str | None
+
 
 _JSON_RUN = re.compile(r'(?:\\[\s\S]|[^"\\{}\[\],:])+')
 
@@ -101,6 +125,8 @@ class GuardedText:
     first_word_prefixes: frozenset[str]
     """Every prefix of a first word: a trailing, unfinished word that is one is held back."""
     longest_word: int
+    markup: bool
+    """Whether answer text and reasoning are read as markdown and HTML (``MARKUP_TOKEN``)."""
     starts: dict[str, bool] = field(default_factory=dict)
     """``may_start``'s answers, by raw unfinished word."""
     plans: dict[str, Plan] = field(default_factory=dict)
@@ -163,7 +189,12 @@ class GuardedText:
         none open, holds no leak and its unfinished last word could not start one; JSON never does
         (an escape cut at a chunk's end is carried over to the next).
         """
-        shapes, token, plans = (_JSON_SHAPES, JSON_TOKEN, self.json_plans) if json else (_TEXT_SHAPES, WORD, self.plans)
+        if json:
+            shapes, token, plans = _JSON_SHAPES, JSON_TOKEN, self.json_plans
+        elif self.markup:
+            shapes, token, plans = _MARKUP_SHAPES, MARKUP_TOKEN, self.plans
+        else:
+            shapes, token, plans = _TEXT_SHAPES, WORD, self.plans
         shape = shapes.get(delta) or _shape(delta, token, shapes)
         glued, words, tail = shape
         state = 0
@@ -174,10 +205,12 @@ class GuardedText:
                 leaks = leaks or self.depth[state] == self.min_words
         raw = delta[tail:] if tail >= 0 else ""
         may = tail >= 0 and (self.starts.get(raw) if raw in self.starts else self.may_start(raw))
-        quiet = bool(delta) and not json and not leaks and not state and not may
-        spaced = tail > 0 and not words and not glued
+        # A tag or character reference cut at the chunk's end waits for the next chunk (``StreamWatch._uncut``).
+        cut = self.markup and not json and ("<" in delta or "&" in delta) and CUT_MARKUP.search(delta) is not None
+        quiet = bool(delta) and not json and not leaks and not state and not may and not cut
+        spaced = tail > 0 and not words and not glued and not cut
         found = normalized(raw) if tail >= 0 else ()
-        plan = (glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
+        plan = Plan(glued, words, tail, quiet, spaced, bool(may), found[0] if len(found) == 1 else None)
         if len(plans) < _PLANS:
             plans[delta] = plan
             if quiet:
@@ -185,13 +218,17 @@ class GuardedText:
                 if not glued:
                     self.quiet_tails[delta] = tail
             if spaced and not json:
-                self.spaced_words[delta] = (tail, bool(may), plan[6])
+                self.spaced_words[delta] = Spaced(tail, plan.may_start, plan.word)
         return plan
 
 
 @lru_cache(maxsize=64)
-def guarded_text(text: str, min_words: int) -> GuardedText:
-    """The matching tables of ``text``; cached, since an agent's prompt is usually the same each run."""
+def guarded_text(text: str, min_words: int, *, markup: bool = False) -> GuardedText:
+    """The matching tables of ``text``; cached, since an agent's prompt is usually the same each run.
+
+    ``markup``: answers are rendered as markdown and HTML, so their text is read as such.
+    """
+    skeletons()  # the look-alikes' tables are built before any answer needs them
     words = [word for raw in WORD.findall(text) for word in normalized(raw)]
     goto: list[dict[str, int]] = [{}]
     depth = [0]
@@ -218,7 +255,7 @@ def guarded_text(text: str, min_words: int) -> GuardedText:
     prefixes = frozenset(word[:end] for word in first for end in range(1, len(word) + 1))
     longest = max((len(word) for word in first), default=0)
     moves = tuple(dict(row) for row in goto)
-    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), moves, first, prefixes, longest)
+    return GuardedText(min_words, tuple(goto), tuple(fail), tuple(depth), moves, first, prefixes, longest, markup)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +287,7 @@ class StreamWatch:
         "_json",
         "_leak_start",
         "_leaking",
+        "_markup",
         "_partial",
         "_pending",
         "_plain",
@@ -273,7 +311,8 @@ class StreamWatch:
         self._canary = canary or ""
         self._redact = redact
         self._json = json
-        self._token = JSON_TOKEN if json else WORD
+        self._markup = guarded.markup and not json
+        self._token = JSON_TOKEN if json else MARKUP_TOKEN if self._markup else WORD
         self._plans: dict[str, Plan] = {} if json else guarded.plans  # JSON looks its plan up after ``_uncut``
         self._quiet_tails: dict[str, int] = {} if json else guarded.quiet_tails
         self._quiet_chunks: dict[str, int] = {} if json else guarded.quiet_chunks
@@ -291,7 +330,7 @@ class StreamWatch:
         self._emitted = 0
         self._partial = -1
         self._tail_word: str | None = None  # the unfinished word normalized, when it is one chunk's tail
-        self._carry = ""  # JSON only: an escape cut by the chunk's end, matched with the next chunk
+        self._carry = ""  # JSON and markup: an escape, tag or reference cut by the chunk's end, matched with the next
         self._state = 0  # the automaton's state: how long a run of the guarded text is open
         self._starts: list[int] = []  # where each word of the open run starts (as many as its depth)
         self._leaking = False  # inside a leak, swallowing words that continue it
@@ -309,12 +348,7 @@ class StreamWatch:
             # too: ``word `` chunks, the other usual shape.
             tail = (self._quiet_tails if self._partial >= 0 else self._quiet_chunks).get(delta)
             if tail is not None:
-                begin = self._end
-                self._end = self._emitted = begin + len(delta)
-                self._partial = begin + tail if tail >= 0 else -1
-                self._base = begin
-                self._pending = delta
-                return delta
+                return self._passed(delta, tail)
         if self._plain:
             spaced = self._spaced_words.get(delta)
             if spaced is not None:
@@ -377,7 +411,12 @@ class StreamWatch:
                     if held == end:
                         self._quiet = True
                     return pending[emitted - base : held - base]
-        plan = self._plans.get(delta)
+        plan: Plan | None
+        if self._markup and (self._carry or "<" in delta or "&" in delta):
+            delta = self._uncut_markup(delta)
+            plan = self._plans.get(delta) or self._guarded.plan(delta)
+        else:
+            plan = self._plans.get(delta)
         if plan is None:
             if self._json:
                 if self.stopped:
@@ -388,17 +427,12 @@ class StreamWatch:
                 plan = self._guarded.plan(delta)
                 if delta in self._plans:  # a chunk seen for the first time: take the short ways now
                     return self.feed(delta)
-        glued, words, tail, quiet, _, _, _ = plan
+        glued, words, tail = plan.glued, plan.words, plan.tail
         if self._quiet:
             # A released unfinished word, complete as it is, starts no run (else it was held), but one
             # continued by this chunk may yet (a combining mark): that goes the general way.
-            if quiet and (not glued or self._partial < 0):
-                begin = self._end
-                end = self._end = self._emitted = begin + len(delta)
-                self._partial = begin + tail if tail >= 0 else -1
-                self._base = begin
-                self._pending = delta
-                return delta
+            if plan.quiet and (not glued or self._partial < 0):
+                return self._passed(delta, tail)
             self._quiet = False  # set again below when everything goes out
         if self.stopped:
             return ""
@@ -437,14 +471,24 @@ class StreamWatch:
             self._base = keep
             self._pending = pending[keep - base :]
         self._tail_word = None
+        self._plain = self._is_plain()  # again after ``release``
         # Nothing held and no leak to follow: no run is open.
-        self._quiet = held == end and not self._leaking and not self._json and not self._canary
+        self._quiet = held == end and self._plain
         if out is None:
             if emitted == begin and held == end:
                 return delta  # the common case: nothing was held before, nothing is now
             return pending[emitted - base : held - base]
         out.append(pending[emitted - base : held - base])
         return "".join(out)
+
+    def _passed(self, delta: str, tail: int) -> str:
+        """The quiet step: ``delta`` goes out as it came, the stream stays quiet (``tail``: see ``Shape``)."""
+        begin = self._end
+        self._end = self._emitted = begin + len(delta)
+        self._partial = begin + tail if tail >= 0 else -1
+        self._base = begin
+        self._pending = delta
+        return delta
 
     def finish(self) -> str:
         """The stream ended: its last word is complete; release everything not leaked."""
@@ -462,7 +506,7 @@ class StreamWatch:
             # a JSON word may be followed by a cut escape, kept in ``_pending`` (not a word character)
             raw = self._pending[partial - self._base :]
             match = self._token.match(raw)
-            if match is not None and not (self._json and raw[0] == "\\"):
+            if match is not None and not (raw[0] == "\\" and match.end() == 2):  # a JSON escape: a separator
                 end = partial + match.end()
                 self._words(normalized(match.group()), partial, end, out)
             if self.stopped:
@@ -473,6 +517,51 @@ class StreamWatch:
         self._base = self._emitted = self._end
         self._pending = ""
         return "".join(out)
+
+    def release(self) -> str:
+        """One span of the stream ends, the stream goes on (an answer's text spans): release what is held.
+
+        The open run is kept, and so is the unfinished last word unless, complete as it stands, it would
+        make a leak: the next span continues them as a reader of the joined spans does. What is released
+        cannot be taken back, so a leak the next span completes is redacted from there on.
+        """
+        if self.stopped:
+            return ""
+        if self._carry:
+            self._pending += self._carry
+            self._end += len(self._carry)
+            self._carry = ""
+        out: list[str] = []
+        partial = self._partial
+        if partial >= 0:
+            match = self._token.match(self._pending[partial - self._base :])
+            found = normalized(match.group()) if match is not None else ()
+            if match is not None and (self._leaking or self._would_leak(found)):
+                self._partial = -1
+                self._words(found, partial, partial + match.end(), out)
+                if self.stopped:
+                    return "".join(out)
+        if self._leaking:  # counted now: the next span matches afresh
+            self._end_leak()
+        out.append(self._pending[self._emitted - self._base :])
+        self._emitted = self._end
+        keep = self._partial if self._partial >= 0 else self._end
+        self._pending = self._pending[keep - self._base :]
+        self._base = keep
+        self._plain = self._quiet = False  # the next chunk goes the general way: a run may be open
+        return "".join(out)
+
+    def _would_leak(self, found: tuple[str, ...]) -> bool:
+        guarded = self._guarded
+        state = self._state
+        for word in found:
+            state = guarded.step(state, word)
+            if guarded.depth[state] == guarded.min_words:
+                return True
+        return False
+
+    def _is_plain(self) -> bool:
+        return not (self._json or self._canary or self._leaking or self.stopped or self._carry)
 
     def _words(self, found: tuple[str, ...], start: int, end: int, out: list[str] | None) -> list[str] | None:
         """Match the words one raw word normalized to; what a leak releases is added to ``out``."""
@@ -501,6 +590,18 @@ class StreamWatch:
         if (at - escaping) % 2 == 0 and (not rest or (rest[0] == "u" and len(rest) < 5)):
             self._carry = delta[at:]
             return delta[:at]
+        return delta
+
+    def _uncut_markup(self, delta: str) -> str:
+        """Markup: ``delta`` after the tag or reference cut at the previous chunk's end, without one cut at its own."""
+        if self._carry:
+            delta = self._carry + delta
+            self._carry = ""
+        cut = CUT_MARKUP.search(delta)
+        if cut is not None:
+            self._carry = delta[cut.start() :]
+            delta = delta[: cut.start()]
+        self._plain = self._is_plain()
         return delta
 
     def _word(self, word: str, start: int, end: int) -> str | None:
@@ -569,7 +670,7 @@ class StreamWatch:
         if continues:
             self._leaking = True
         else:
-            self._plain = not self._json and not self._canary
+            self._plain = self._is_plain()
             self._state = 0
             self._starts.clear()
             self.leaks.append(Leak(start, end - start))
@@ -587,7 +688,7 @@ class StreamWatch:
 
     def _end_leak(self) -> None:
         self._leaking = False
-        self._plain = not self._json and not self._canary
+        self._plain = self._is_plain()
         self.leaks.append(Leak(self._leak_start, self._emitted - self._leak_start))
         self._state = 0
         self._starts.clear()

@@ -196,6 +196,7 @@ async def run_agent(
             mode=agent.config.leak_guard_mode,
             min_words=guard_settings.min_words,
             canary=guard_settings.canary,
+            markup=guard_settings.markup,
             agent=agent.name,
             run_id=run_input.run_id,
             metrics=metrics,
