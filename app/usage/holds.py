@@ -4,7 +4,9 @@ A hold is what one model call reserves against every budget that applies before 
 is added to the counters at once (so the counters always read spend plus the holds in flight) and taken
 out again when the call's real usage is added. Each scope keeps its holds in a sorted set scored by when
 they lapse (``[budgets] hold_seconds``), so the holds of a process that crashed are taken out by the next
-trip of any run on that scope. A hold's member says what it holds: ``id|tokens|micro_usd|day``.
+trip of any run on that scope. The set lives as long as the month's counters (never shorter: a set gone
+with holds in it would leave them in the counters for good). A hold's member says what it holds:
+``id|tokens|micro_usd|day``.
 
 ``BUDGET_LUA`` is the step in Redis: Lua functions the spend script (counters.py) and the access layer's
 admission script (app/access/redis_limits.py, with the stream slot) both call, so a reservation is taken
@@ -122,7 +124,7 @@ local function budget_hold(B, A, now)
   for k = B, #KEYS, 5 do
     budget_add(k, A, tokens, micro)
     redis.call('ZADD', KEYS[k + 4], now + ms, member)
-    redis.call('PEXPIRE', KEYS[k + 4], ms)
+    redis.call('EXPIREAT', KEYS[k + 4], ARGV[A + 3])
   end
 end
 """

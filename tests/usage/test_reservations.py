@@ -35,6 +35,7 @@ PROMPT = "word " * 100
 CONCURRENT = 20
 BUDGETS: dict[str, dict[str, Any]] = {
     "key": {"tokens_per_day": 360},  # 3 answers of 120 tokens: the third reaches it
+    "key+slots": {"tokens_per_day": 360},  # with max_concurrent_streams: reserved as the slot is taken
     "agent": {"tokens_per_day": 360},
     "person": {"tokens_per_day": 360},
     "usd": {"usd_per_day": 0.000312},  # 3 answers of $0.000104
@@ -66,8 +67,10 @@ class Setup:
         if kind in ("agent", "usd"):
             agent["budget"] = budget
         key: dict[str, Any] = {"id": self.key_id, "key": self.secret, "trusted_user_header": True}
-        if kind == "key":
+        if kind.startswith("key"):
             key["budget"] = budget
+        if kind == "key+slots":
+            key["max_concurrent_streams"] = CONCURRENT
         top: dict[str, Any] = {
             "providers": {"up": provider_table("openai", upstream)},
             "keys": [key],
@@ -164,9 +167,37 @@ def test_a_burst_over_two_replicas_makes_at_most_the_calls_the_budget_is_worth(
     assert 1 <= in_burst == admitted <= 3, in_burst
     assert len(fake.requests) == 3
     # Settled: the counters hold the real spend only, and no reservation is left.
-    scope = {"key": f"key:{setup.key_id}", "agent": f"agent:{setup.agent}", "usd": f"agent:{setup.agent}"}.get(
-        kind, f"person:{setup.key_id}/{setup.user}"
-    )
+    scope = f"person:{setup.key_id}/{setup.user}"
+    if kind.startswith("key"):
+        scope = f"key:{setup.key_id}"
+    elif kind in ("agent", "usd"):
+        scope = f"agent:{setup.agent}"
     with Redis.from_url(redis_url) as redis:
         assert int(redis.get(f"chatgate:spend:{scope}:{datetime.now(UTC):%Y-%m-%d}:tokens") or 0) == 360
         assert redis.zcard(f"chatgate:holds:{scope}") == 0
+        assert redis.zcard(f"chatgate:streams:{setup.key_id}") == 0
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
+def test_a_request_refused_for_its_stream_slot_reserves_nothing(
+    shared: bool, servers: Callable[[Setup, int], list[str]], request: pytest.FixtureRequest
+) -> None:
+    with fake_in_thread(fake=HeldUpstream(answer())) as fake:
+        setup = Setup("key+slots", fake.url, request.getfixturevalue("redis_url") if shared else None)
+        setup.config = setup.config.model_copy(
+            update={"keys": tuple(key.model_copy(update={"max_concurrent_streams": 1}) for key in setup.config.keys)}
+        )
+        (url,) = servers(setup, 1)
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(setup.ask, url)
+            deadline = time.monotonic() + 60
+            while not fake.requests:  # the first request holds the one slot, waiting at the fake
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            refused = setup.ask(url)
+            fake.release.set()
+            assert first.result().status_code == 200
+        refusal = _spend_the_rest(setup, url)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_streams", refused.text
+    assert refusal.json()["error"]["code"] == "budget_exceeded"
+    assert len(fake.requests) == 3  # the refused request's reservation, had it been kept, would leave room for 2
