@@ -4,6 +4,7 @@ grouped apart by the key that named them; the in-memory ledger's bounds."""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,12 +38,16 @@ async def _check(ledger: UsageLedger) -> None:
     assert await inputs(key_id="k2") == []
 
 
-async def test_the_ledger_in_the_store_filters_a_callers_own_rows(store_url: str, tmp_path: Path) -> None:
+async def _in_the_store(check: Callable[[UsageLedger], Awaitable[None]], store_url: str, tmp_path: Path) -> None:
     store = await open_store(store_url, tmp_path)
     try:
-        await _check(SqlUsageLedger(store.engine))
+        await check(SqlUsageLedger(store.engine))
     finally:
         await store.close()
+
+
+async def test_the_ledger_in_the_store_filters_a_callers_own_rows(store_url: str, tmp_path: Path) -> None:
+    await _in_the_store(_check, store_url, tmp_path)
 
 
 async def test_the_ledger_in_memory_filters_the_same() -> None:
@@ -65,11 +70,7 @@ async def _people(ledger: UsageLedger) -> None:
 
 
 async def test_people_are_grouped_apart_by_the_key_that_named_them_in_the_store(store_url: str, tmp_path: Path) -> None:
-    store = await open_store(store_url, tmp_path)
-    try:
-        await _people(SqlUsageLedger(store.engine))
-    finally:
-        await store.close()
+    await _in_the_store(_people, store_url, tmp_path)
 
 
 async def test_people_are_grouped_apart_by_the_key_that_named_them_in_memory() -> None:
