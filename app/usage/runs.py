@@ -12,7 +12,6 @@ from chatgate.ids import new_id
 from chatgate.run_input import RunInput
 from chatgate.usage.accounts import RunAccount, UsageAccounts
 from chatgate.usage.counters import Spend
-from chatgate.usage.tokens import RunUsage
 
 __all__ = ["run_account"]
 
@@ -55,10 +54,8 @@ def _reserve(
     The answer's limit is the agent's ``max_tokens`` (or its provider's name for it), else ``[budgets]
     reserve_output_tokens``; dollars are that usage at the model's price (none for an unpriced model).
     """
-    usage = RunUsage(
-        calls=1,
-        input_tokens=sum(estimate(message) for message in run_input.messages),
-        output_tokens=answer_tokens(agent.model_settings, config.budgets.reserve_output_tokens) or 0,
-    )
-    cost = accounts.pricing.cost(agent.model, kind, usage)
-    return Spend(usage.total_tokens, round((cost or 0.0) * MICRO_USD))
+    input_tokens = sum(estimate(message) for message in run_input.messages)
+    output_tokens = answer_tokens(agent.model_settings, config.budgets.reserve_output_tokens) or 0
+    rates = accounts.pricing.rates(agent.model, kind)
+    dollars = input_tokens * rates[0] + output_tokens * rates[1] if rates is not None else 0.0
+    return Spend(input_tokens + output_tokens, round(dollars * MICRO_USD))
