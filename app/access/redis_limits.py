@@ -83,7 +83,7 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 if budget == nil then
   return 1
 end
-if ARGV[11] ~= '' then
+if ARGV[11] ~= '' then  -- the hold the check asks for: BUDGET_LUA's ARGV from 4, its eighth
   budget_hold(2, 4, now)
   budget[1] = 2
 end
