@@ -32,7 +32,7 @@ from chatgate.events import Usage
 from chatgate.store import Engine
 from chatgate.telemetry import Metrics
 from chatgate.usage.counters import MemoryCounters, RedisCounters, Spend, SpendCounters, StepAnswer
-from chatgate.usage.holds import HELD, REACHED, BudgetStep, hold_member
+from chatgate.usage.holds import HELD, REACHED, BudgetStep, Windows, hold_member
 from chatgate.usage.ledger import MemoryLedger, SqlUsageLedger, UsageLedger, UsageRecord
 from chatgate.usage.pricing import Pricing
 from chatgate.usage.tokens import RunUsage
@@ -186,6 +186,10 @@ class RunAccount:
         self._thread_id = thread_id
         self._run_id = run_id
         self._budgets = budgets
+        self._scopes = tuple(s.scope for s in budgets)
+        self._limits = tuple(s.limits for s in budgets) if budgets else ()
+        self._hold_id = uuid.uuid4().hex if budgets else ""
+        self._holds = 0  # holds taken: each has its own member
         self._reserve = reserve or Spend()  # what each model call holds until its usage is known
         self._hold_ms = hold_seconds * 1000
         self.usage = RunUsage()
@@ -195,12 +199,11 @@ class RunAccount:
         self._asked = ""  # the hold the access layer's script was asked to take
         self._checked = False  # admission reserved the first call: its check has nothing to do
         self._closed = False
-        self._admitted_at = datetime.now(UTC)  # the windows the run counts in: its admission's
+        self._windows: Windows | None = None  # the windows the run counts in: its admission's
         self._slot: _SlotRelease | None = None  # the stream slot the last spend gives back
 
     async def precheck(self) -> None:
         """Admission on its own: the first call reserved, or the refusal (a plain 429 before the stream)."""
-        self._admitted_at = datetime.now(UTC)
         self._checked = True
         await self._step(hold=True)
 
@@ -212,7 +215,6 @@ class RunAccount:
         """
         if not self._budgets or not isinstance(self._accounts.counters, RedisCounters):
             return None
-        self._admitted_at = datetime.now(UTC)
         step = self._next_step(hold=True)
         self._asked = step.hold
         return RedisCounters.call(step)
@@ -220,7 +222,7 @@ class RunAccount:
     def precheck_read(self, answer: Sequence[Any]) -> None:
         """``precheck`` from the admission step's answer, taken by the slot's script: held, or the refusal."""
         self._checked = True
-        self._judged(RedisCounters.answer([s.scope for s in self._budgets], answer), self._asked)
+        self._judged(RedisCounters.answer(self._scopes, answer), self._asked)
 
     def precheck_failed(self, error: Exception) -> None:
         """Redis did not answer that script: as ``precheck`` does when it cannot reach the counters."""
@@ -268,15 +270,21 @@ class RunAccount:
 
     def _next_step(self, *, hold: bool) -> BudgetStep:
         """The step that counts the calls not yet counted, settles the hold in flight and perhaps holds anew."""
-        (pending, cost), reserve, at = self._spent(), self._reserve, self._admitted_at
+        (pending, cost), reserve = self._spent(), self._reserve
+        if self._windows is None:  # the first step: the run's admission
+            self._windows = Windows.of(datetime.now(UTC))
+        new = ""
+        if hold:
+            self._holds += 1
+            new = hold_member(f"{self._hold_id}.{self._holds}", reserve.tokens, reserve.micro_usd, self._windows.day)
         return BudgetStep(
-            scopes=tuple(s.scope for s in self._budgets),
-            limits=tuple(s.limits for s in self._budgets),
-            at=at,
+            scopes=self._scopes,
+            limits=self._limits,
+            windows=self._windows,
             settle=self._hold,
             tokens=pending.total_tokens if pending.reported else 0,
             micro_usd=round((cost or 0.0) * MICRO_USD),
-            hold=hold_member(uuid.uuid4().hex, reserve.tokens, reserve.micro_usd, at) if hold else "",
+            hold=new,
             hold_ms=self._hold_ms,
         )
 

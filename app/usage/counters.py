@@ -12,12 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import redis.asyncio as redis
 
-from chatgate.config import Window, window_end, window_id
+from chatgate.config import Window
 from chatgate.usage.holds import BUDGET_LUA, HELD, REACHED, WITHIN, BudgetStep, unheld
 
 __all__ = ["MemoryCounters", "RedisCounters", "Spend", "SpendCounters", "StepAnswer"]
@@ -76,7 +75,7 @@ class MemoryCounters:
 
     async def step(self, step: BudgetStep) -> StepAnswer:
         """See ``SpendCounters.step``."""
-        day, month = window_id("day", step.at), window_id("month", step.at)
+        day, month = step.windows.day, step.windows.month
         for key in [key for key in self._spend if key[1] not in (day, month)]:
             del self._spend[key]  # windows that have ended
         if step.settle and (held := self._holds.pop(step.settle, None)) is not None:
@@ -87,11 +86,10 @@ class MemoryCounters:
             if lapses <= now:
                 del self._holds[member]
                 self._unhold(member, scopes)
-        spent = {
-            (scope, window): self._spend.get((scope, window_id(window, step.at)), Spend())
-            for scope in step.scopes
-            for window in _WINDOWS
-        }
+        spent: dict[tuple[str, Window], Spend] = {}
+        for scope in step.scopes:
+            spent[(scope, "day")] = self._spend.get((scope, day), Spend())
+            spent[(scope, "month")] = self._spend.get((scope, month), Spend())
         if _reached(step, spent):
             return StepAnswer(REACHED, spent)
         if not step.hold:
@@ -148,13 +146,15 @@ class RedisCounters:
     @staticmethod
     def call(step: BudgetStep) -> tuple[list[str], list[str | int]]:
         """The KEYS and ARGV of ``step`` for ``BUDGET_LUA`` (holds.py), in this script or another."""
-        day, month = window_id("day", step.at), window_id("month", step.at)
+        windows = step.windows
+        day, month = windows.day, windows.month
         keys: list[str] = []
         for scope in step.scopes:
             for window in (day, month):
                 keys += (f"chatgate:spend:{scope}:{window}:tokens", f"chatgate:spend:{scope}:{window}:micro_usd")
             keys.append(f"chatgate:holds:{scope}")
-        args: list[str | int] = [day, month, *_expiries(step.at), step.settle, step.tokens, step.micro_usd]
+        args: list[str | int] = [day, month, windows.day_expires, windows.month_expires]
+        args += [step.settle, step.tokens, step.micro_usd]
         args += [step.hold, step.hold_ms]
         for limits in step.limits:
             args += limits
@@ -184,11 +184,3 @@ class RedisCounters:
                 spent[(scope, window)] = Spend(int(values[index] or 0), int(values[index + 1] or 0))
                 index += 2
         return StepAnswer(outcome, spent)
-
-
-def _expiries(now: datetime) -> tuple[int, int]:
-    """When the current day's and month's counters expire: a day after their window ends (Unix seconds)."""
-    return (
-        int((window_end("day", now) + timedelta(days=1)).timestamp()),
-        int((window_end("month", now) + timedelta(days=1)).timestamp()),
-    )

@@ -16,14 +16,30 @@ in the same round trip as the slot. ``MemoryCounters`` does the same in process 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from chatgate.config import window_id
+from chatgate.config import window_end, window_id
 
-__all__ = ["BUDGET_LUA", "HELD", "REACHED", "WITHIN", "BudgetStep", "hold_member", "unheld"]
+__all__ = ["BUDGET_LUA", "HELD", "REACHED", "WITHIN", "BudgetStep", "Windows", "hold_member", "unheld"]
 
 REACHED, WITHIN, HELD = 0, 1, 2
 """A step's outcome: a limit is reached (nothing held); every limit has room (no hold asked, or none taken); held."""
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """The day and month a run counts in (its admission's), and when their counters expire (Unix seconds)."""
+
+    day: str
+    month: str
+    day_expires: int
+    month_expires: int
+
+    @classmethod
+    def of(cls, at: datetime) -> Windows:
+        """The windows ``at`` falls in; each counter expires a day after its window ends."""
+        day_end, month_end = window_end("day", at) + timedelta(days=1), window_end("month", at) + timedelta(days=1)
+        return cls(window_id("day", at), window_id("month", at), int(day_end.timestamp()), int(month_end.timestamp()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +47,12 @@ class BudgetStep:
     """One trip for a run: add ``tokens`` and ``micro_usd`` spent, settle the hold ``settle``, then take ``hold``.
 
     ``limits`` are, per scope, its ceilings in whole units (tokens a day, micro-dollars a day, micro-dollars
-    a month; -1 where it sets none). ``at`` names the windows counted: the run's admission.
+    a month; -1 where it sets none). ``windows`` are those counted: the run's admission's.
     """
 
     scopes: tuple[str, ...]
     limits: tuple[tuple[int, int, int], ...]
-    at: datetime
+    windows: Windows
     settle: str = ""
     tokens: int = 0
     micro_usd: int = 0
@@ -44,9 +60,9 @@ class BudgetStep:
     hold_ms: int = 0
 
 
-def hold_member(hold_id: str, tokens: int, micro_usd: int, at: datetime) -> str:
-    """The member of a hold of ``tokens`` and ``micro_usd`` taken in the day of ``at``."""
-    return f"{hold_id}|{tokens}|{micro_usd}|{window_id('day', at)}"
+def hold_member(hold_id: str, tokens: int, micro_usd: int, day: str) -> str:
+    """The member of a hold of ``tokens`` and ``micro_usd`` taken in ``day`` (``2026-11-25``)."""
+    return f"{hold_id}|{tokens}|{micro_usd}|{day}"
 
 
 def unheld(member: str) -> tuple[int, int, str]:

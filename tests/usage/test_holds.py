@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from chatgate.usage.counters import MemoryCounters, RedisCounters, Spend, SpendCounters
-from chatgate.usage.holds import HELD, REACHED, WITHIN, BudgetStep, hold_member
+from chatgate.usage.holds import HELD, REACHED, WITHIN, BudgetStep, Windows, hold_member
 
 LIMITS = ((300, -1, -1),)
 
@@ -29,9 +29,9 @@ async def counters(request: pytest.FixtureRequest) -> AsyncIterator[SpendCounter
 
 
 def _step(scope: str, *, settle: str = "", tokens: int = 0, hold: bool = True, hold_ms: int = 60_000) -> BudgetStep:
-    now = datetime.now(UTC)
-    member = hold_member(secrets.token_hex(4), 100, 0, now) if hold else ""
-    return BudgetStep((scope,), LIMITS, now, settle=settle, tokens=tokens, hold=member, hold_ms=hold_ms)
+    windows = Windows.of(datetime.now(UTC))
+    member = hold_member(secrets.token_hex(4), 100, 0, windows.day) if hold else ""
+    return BudgetStep((scope,), LIMITS, windows, settle=settle, tokens=tokens, hold=member, hold_ms=hold_ms)
 
 
 async def test_holds_count_at_once_and_are_replaced_by_the_real_use(counters: SpendCounters) -> None:
