@@ -180,8 +180,9 @@ async def hold_stream_slot(
     own stream, holding one of the same key's slots in this process, rides on that slot: following its
     own run after a hang-up costs a key no second slot.
 
-    ``check`` (a run's budgets) is made before the slot is taken, and its refusal wins; with both in
-    Redis, it is read by the script that takes the slot, in the same round trip.
+    ``check`` (a run's budgets, reserving its first model call) is made before the slot is taken, and its
+    refusal wins; with both in Redis, it runs in the script that takes the slot, in the same round trip.
+    Whatever refuses the request after it passed (no slot, ``start``) gives its reservation back.
     """
     refuse_when_draining(request)  # a process shutting down starts no stream (app/drain/)
     state = request.app.state
@@ -192,7 +193,7 @@ async def hold_stream_slot(
     if limits is None or most is None or (follows is not None and _runs_holding.get(follows) == held_by):
         if check is not None:
             await check.precheck()
-        return await start()
+        return await _started(start, check)
     try:
         slot = await access.limits(state).open_stream(held_by, most, check)
     except RequestError as refused:
@@ -200,11 +201,21 @@ async def hold_stream_slot(
             _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
         raise
     try:
-        response = await start()
+        response = await _started(start, check)
     except BaseException:
         await _release(slot)
         raise
     return _Holding(response, slot, held_by)
+
+
+async def _started(start: Callable[[], Awaitable[ASGIApp]], check: AdmissionCheck | None) -> ASGIApp:
+    """``start()``; if it refuses, nothing runs for the request: what ``check`` reserved goes back."""
+    try:
+        return await start()
+    except BaseException:
+        if check is not None:
+            check.abandoned()
+        raise
 
 
 async def _release(slot: StreamSlot) -> None:

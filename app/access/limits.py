@@ -14,7 +14,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from chatgate.errors import RequestError
 
@@ -48,23 +48,28 @@ class StreamSlot(Protocol):
 
 
 class AdmissionCheck(Protocol):
-    """A check a stream makes when it is admitted, before its slot is taken (a run's budgets, app/usage/).
+    """A check a stream makes when it is admitted (a run's budgets, app/usage/): it may reserve something.
 
-    When it reads Redis and the slots live there too, its keys are read by the script that takes the
-    slot: one round trip for both. Its refusal comes first, as if it had run on its own before the slot.
+    When it lives in Redis and the slots do too, its step runs inside the script that takes the slot: one
+    round trip for both, and nothing is reserved unless the slot is taken. Its refusal comes first, as if it
+    had run on its own before the slot. What it reserved goes back through ``abandoned`` when the request
+    is refused after it, and with the run otherwise.
     """
 
-    def admission_keys(self) -> Sequence[str] | None:
-        """The Redis keys the check reads, or None when it reads no Redis (then ``precheck`` runs alone)."""
+    def admission_call(self) -> tuple[Sequence[str], Sequence[str | int]] | None:
+        """The Redis keys and arguments of its step (app/usage/holds.py), or None: ``precheck`` then runs alone."""
 
     async def precheck(self) -> None:
         """The check on its own; raises its refusal."""
 
-    def precheck_read(self, values: Sequence[bytes | str | None]) -> None:
-        """The check from the values of ``admission_keys``, read with the slot; raises its refusal."""
+    def precheck_read(self, answer: Sequence[Any]) -> None:
+        """The check from its step's answer in the slot's script; raises its refusal."""
 
     def precheck_failed(self, error: Exception) -> None:
-        """Redis did not answer that read: raise the refusal, or return to let the request through unchecked."""
+        """Redis did not answer that script: raise the refusal, or return to let the request through unchecked."""
+
+    def abandoned(self) -> None:
+        """The request was refused after the check passed (no slot, or its start refused): give back what it took."""
 
     def release_with_spend(self, slots_key: str, member: str, released: Callable[[], None]) -> None:
         """The slot it was read with (``member`` of the sorted set ``slots_key``) may go back with the run's last spend.
@@ -156,6 +161,8 @@ class MemoryLimits:
         if check is not None:
             await check.precheck()
         if self._streams.get(key_id, 0) >= most:
+            if check is not None:
+                check.abandoned()
             raise too_many_streams(key_id, most)
         self._streams[key_id] = self._streams.get(key_id, 0) + 1
         return _MemorySlot(self._streams, key_id)

@@ -4,8 +4,9 @@
 so replicas with skewed clocks agree). A stream slot is a member of a sorted set scored by its expiry:
 a running stream pushes its expiry forward every ``SLOT_REFRESH_SECONDS``, so the slots of a replica
 that crashed expire within ``SLOT_TTL_SECONDS`` instead of blocking the key for good. A slot taken
-with a run's budget read goes back with the run's last spend, in the script that counts it (app/usage/):
-its release after the response's last byte then finds it gone and sends nothing.
+with a run's budget step (its first model call reserved, app/usage/holds.py) goes back with the run's last
+spend, in the script that settles it: its release after the response's last byte then finds it gone and
+sends nothing.
 
 When Redis does not answer, ``[server] redis_failure`` decides: ``"closed"`` refuses with 503, ``"open"``
 lets the request through uncounted.
@@ -23,6 +24,7 @@ from redis.exceptions import RedisError
 
 from chatgate.access.limits import WINDOW_SECONDS, AdmissionCheck, StreamSlot, rate_limited, too_many_streams
 from chatgate.errors import RequestError
+from chatgate.usage import BUDGET_LUA
 
 __all__ = ["SLOT_REFRESH_SECONDS", "SLOT_TTL_SECONDS", "RedisLimits"]
 
@@ -55,26 +57,37 @@ return -1
 """
 )
 
-# KEYS[1]: open slots scored by expiry; KEYS[2..]: what an admission check reads (a run's budget counters).
-# ARGV: most, ttl ms, the slot's member. Returns 1 when held, else 0; with keys to read, {held, their values}.
+# KEYS[1]: open slots scored by expiry; KEYS[2..]: an admission check's (a run's budget step, BUDGET_LUA).
+# ARGV: most, ttl ms, the slot's member, then the check's. Returns 1 when held, else 0; with a check, {held,
+# its step's answer}. A check that refuses takes no slot; a slot that is not free takes no reservation.
 _OPEN_STREAM = (
     _NOW_MS
+    + BUDGET_LUA
     + """
-local held = 0
+local budget = nil
+if #KEYS > 1 then
+  budget = budget_step(2, 4, now)
+  if budget[1] == 0 then
+    return {0, budget}
+  end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-  held = 1
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  if budget == nil then
+    return 0
+  end
+  return {0, budget}
 end
-if #KEYS == 1 then
-  return held
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+if budget == nil then
+  return 1
 end
-local values = {}
-for i = 2, #KEYS do
-  values[i - 1] = redis.call('GET', KEYS[i])
+if ARGV[11] ~= '' then  -- the hold the check asks for: BUDGET_LUA's ARGV from 4, its eighth
+  budget_hold(2, 4, now)
+  budget[1] = 2
 end
-return {held, values}
+return {1, budget}
 """
 )
 
@@ -158,30 +171,28 @@ class RedisLimits:
             raise rate_limited(key_id, rpm, wait_ms / 1000)
 
     async def open_stream(self, key_id: str, most: int, check: AdmissionCheck | None = None) -> StreamSlot:
-        """See ``Limits.open_stream``; a check that reads Redis is read by the same script (one round trip)."""
-        reads = list(check.admission_keys() or ()) if check is not None else []
-        if check is not None and not reads:
+        """See ``Limits.open_stream``; a check in Redis runs in the same script (one round trip)."""
+        call = check.admission_call() if check is not None else None
+        if check is not None and call is None:
             await check.precheck()
+        keys, args = call or ((), ())
         key, member = f"chatgate:streams:{key_id}", uuid.uuid4().hex
         try:
-            answer = await self._open_stream(keys=[key, *reads], args=[most, SLOT_TTL_SECONDS * 1000, member])
+            answer = await self._open_stream(keys=[key, *keys], args=[most, SLOT_TTL_SECONDS * 1000, member, *args])
         except _FAILURES as exc:
-            if check is not None and reads:
+            if check is not None and call is not None:
                 check.precheck_failed(exc)
             self._unavailable(exc)
             return _UncountedSlot()
-        held = int(answer[0] if reads else answer)
-        slot = _RedisSlot(self._client, key, member)
-        if check is not None and reads:
-            try:
-                check.precheck_read(answer[1])
-            except BaseException:
-                if held:  # refused by the check: the slot it took in passing goes back
-                    await slot.release()
-                raise
+        held = int(answer[0] if call is not None else answer)
+        if check is not None and call is not None:
+            check.precheck_read(answer[1])  # its refusal took no slot
+        elif check is not None and not held:
+            check.abandoned()
         if not held:
             raise too_many_streams(key_id, most)
-        if check is not None and reads:
+        slot = _RedisSlot(self._client, key, member)
+        if check is not None and call is not None:
             check.release_with_spend(key, member, slot.released)
         return slot
 

@@ -5,7 +5,7 @@ TOML (or the same structure as JSON). String values may reference ``${env:NAME}`
 bad values and missing env vars or files are errors that name the key path.
 """
 
-from chatgate.config.budget import Budget, PriceConfig, Window, window_end, window_id
+from chatgate.config.budget import MICRO_USD, Budget, BudgetSettings, PriceConfig, Window, window_end, window_id
 from chatgate.config.loading import load_config, parse_config
 from chatgate.config.model_settings import answer_tokens, setting_problems
 from chatgate.config.reload import ConfigWatcher
@@ -44,12 +44,14 @@ from chatgate.config.schema import (
 __all__ = [
     "BUILTIN_PROVIDER_NAMES",
     "DEFAULT_AGENT_NAME",
+    "MICRO_USD",
     "OLLAMA_DEFAULT_HOST",
     "OPENAI_DEFAULT_BASE_URL",
     "PLACEHOLDER",
     "AgentConfig",
     "AgentMCPConfig",
     "Budget",
+    "BudgetSettings",
     "ClientToolConfig",
     "CodeConfig",
     "Config",

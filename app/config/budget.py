@@ -1,7 +1,8 @@
 """Budgets: how much a key, a person or an agent may spend in a calendar day or month (UTC).
 
-A budget is a ceiling on spend already recorded: a model call is refused once a window's spend has
-reached a limit, and a call that started below it finishes (so a window can end up to one answer over).
+A budget is a ceiling on spend recorded plus spend reserved: a model call is admitted while a window's
+spend and the reservations of the calls in flight are below a limit, and then reserves its own estimate
+(``[budgets]``, ``BudgetSettings``) until its usage is known (docs/usage.md, "Reservations").
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Budget", "Limit", "PriceConfig", "Window", "window_end", "window_id"]
+__all__ = ["Budget", "BudgetSettings", "Limit", "PriceConfig", "Window", "window_end", "window_id"]
+
+MICRO_USD = 1_000_000
+"""Micro-dollars in a dollar: spend in US dollars is counted in whole micro-dollars."""
 
 Window: TypeAlias = Literal["day", "month"]
 
@@ -24,6 +28,11 @@ class Limit:
     window: Window
     measure: Literal["tokens", "usd"]
     amount: float
+
+    @property
+    def units(self) -> int:
+        """The ceiling in the counters' whole units: tokens, or micro-dollars."""
+        return int(self.amount) if self.measure == "tokens" else round(self.amount * MICRO_USD)
 
     def describe(self) -> str:
         """E.g. ``$20.00 per day`` or ``200000 tokens per day``."""
@@ -60,6 +69,17 @@ class Budget(BaseModel):
         if self.usd_per_month is not None:
             limits.append(Limit("month", "usd", self.usd_per_month))
         return tuple(limits)
+
+
+class BudgetSettings(BaseModel):
+    """``[budgets]``: what a model call reserves against the budgets that apply, and for how long."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reserve_output_tokens: int = Field(default=4096, gt=0)
+    """Output tokens a call reserves when its agent's ``model_settings`` set no answer limit (``max_tokens``)."""
+    hold_seconds: int = Field(default=600, ge=30)
+    """How long a reservation lives unless settled: a crashed process's reservations lapse after this."""
 
 
 def window_id(window: Window, now: datetime) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from chatgate.config.budget import Budget, PriceConfig
+from chatgate.config.budget import Budget, BudgetSettings, PriceConfig
 from chatgate.media_types import media_type_essence
 
 __all__ = [
@@ -524,6 +524,7 @@ class Config(_Strict):
         return servers
 
     pricing: dict[str, PriceConfig] = Field(default_factory=dict)
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @field_validator("keys")
     @classmethod

@@ -3,7 +3,9 @@
 - ``accounts``: ``UsageAccounts`` (the app's) and ``RunAccount`` (one run's), the one place that
   records usage and checks budgets before a model call;
 - ``ledger``: one row per run, in the store or in memory; ``counters``: spend per budget window, in
-  Redis or in memory; ``pricing``: genai-prices and ``[pricing]`` overrides;
+  Redis or in memory; ``holds``: a model call's reservation, and the Lua step that settles, judges and
+  reserves (``BUDGET_LUA``, also run by the access layer's slot script); ``pricing``: genai-prices and
+  ``[pricing]`` overrides;
 - ``runs``: a run's account from the config. The budget and price models are the config's
   (app/config/budget.py); ``GET /usage`` and ``GET /usage/me`` are the app's (app/web/usage.py).
 
@@ -13,12 +15,14 @@ See docs/usage.md.
 from __future__ import annotations
 
 from chatgate.usage.accounts import BudgetExceeded, BudgetScope, PersonBudget, RunAccount, UsageAccounts, person_of
+from chatgate.usage.holds import BUDGET_LUA
 from chatgate.usage.ledger import GROUPS, Group
 from chatgate.usage.pricing import Pricing
 from chatgate.usage.runs import run_account
 from chatgate.usage.tokens import RunUsage
 
 __all__ = [
+    "BUDGET_LUA",
     "GROUPS",
     "BudgetExceeded",
     "BudgetScope",

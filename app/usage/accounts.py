@@ -1,11 +1,14 @@
 """The one place that records what runs consume and answers "may this caller spend more?".
 
 ``UsageAccounts`` belongs to the app (``app.state.usage``): its ledger, its spend counters, its prices.
-``RunAccount`` is one run's: the runner asks ``check()`` before each model call, tells ``add()`` each
-call's usage, and ``close()`` before the run's last event (the spend counted; the ledger row then
-written in the background). A run that ends otherwise (failure, hang-up) is closed by ``finish()``.
-With budgets and stream slots both in Redis, the script that counts the run's last spend also gives
-back its stream slot (``release_with_spend``): one round trip where there were two.
+``RunAccount`` is one run's: admission reserves its first model call (``precheck``, or the access
+layer's slot script with ``admission_call``), the runner asks ``check()`` before each later call (the
+spend so far settled and that call reserved), tells ``add()`` each call's usage, and ``close()`` before
+the run's last event (the spend counted and the reservation settled; the ledger row then written in the
+background). A run that ends otherwise (failure, hang-up) is closed by ``finish()``, and a request that
+never ran by ``abandoned()``: a reservation is never left behind (and would lapse, holds.py). With budgets
+and stream slots both in Redis, the script that settles the run's last spend also gives back its stream
+slot (``release_with_spend``): one round trip where there were two.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,12 +26,13 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from chatgate.caller import Caller
-from chatgate.config import Budget, Window, window_end
+from chatgate.config import MICRO_USD, Budget, Window, window_end
 from chatgate.errors import RequestError, StoreUnavailable
 from chatgate.events import Usage
 from chatgate.store import Engine
 from chatgate.telemetry import Metrics
-from chatgate.usage.counters import MemoryCounters, RedisCounters, Spend, SpendCounters
+from chatgate.usage.counters import MemoryCounters, RedisCounters, Spend, SpendCounters, StepAnswer
+from chatgate.usage.holds import HELD, REACHED, BudgetStep, Windows, hold_member
 from chatgate.usage.ledger import MemoryLedger, SqlUsageLedger, UsageLedger, UsageRecord
 from chatgate.usage.pricing import Pricing
 from chatgate.usage.tokens import RunUsage
@@ -36,7 +41,11 @@ __all__ = ["BudgetExceeded", "BudgetScope", "PersonBudget", "RunAccount", "Usage
 
 
 def person_of(caller: Caller) -> str | None:
-    """The person a run is counted for: a signed-in person (``iss#user``), or the user a trusted key named."""
+    """The person a run is counted for: a signed-in person (``iss#user``), or the user a trusted key named.
+
+    The ledger keeps the key beside it (none for a signed-in person), and ``/usage`` groups people by both:
+    a key naming ``iss#user`` in ``x-chatgate-user`` is never the signed-in person of that name.
+    """
     return caller.person or caller.user
 
 
@@ -45,7 +54,6 @@ logger = logging.getLogger("chatgate.usage")
 PersonBudget = Callable[[Caller], Budget | None]
 """The per-person budget of a caller (``[auth.jwt.budget]`` for a signed-in person), or None."""
 
-_MICRO = 1_000_000
 _RECORD_ATTEMPTS = 30
 """Tries to write a run's ledger row through a store outage, a second apart."""
 # Background ledger writes (and closes of runs that ended without one), kept referenced until done.
@@ -66,6 +74,12 @@ class BudgetScope:
     scope: str
     label: str
     budget: Budget
+
+    @property
+    def limits(self) -> tuple[int, int, int]:
+        """Its ceilings in the counters' units: tokens a day, micro-dollars a day and a month (-1: none)."""
+        units = {(limit.window, limit.measure): limit.units for limit in self.budget.limits}
+        return units.get(("day", "tokens"), -1), units.get(("day", "usd"), -1), units.get(("month", "usd"), -1)
 
 
 class UsageAccounts:
@@ -119,18 +133,6 @@ class UsageAccounts:
             scopes.append(BudgetScope(f"agent:{agent}", f"agent {agent!r}", agent_budget))
         return tuple(scopes)
 
-    async def check(self, scopes: Sequence[BudgetScope]) -> None:
-        """Raise ``BudgetExceeded`` naming the first spent budget; a counter outage per ``redis_failure``."""
-        if not scopes:
-            return
-        now = datetime.now(UTC)
-        try:
-            spent = await self.counters.spent([s.scope for s in scopes], now)
-        except RedisError as exc:
-            self.unavailable(exc)
-            return
-        self.judge(scopes, spent, now)
-
     def unavailable(self, error: Exception) -> None:
         """The counters did not answer a check: 503 ``budgets_unavailable``, or (``redis_failure = "open"``) go on."""
         if self.fail_open:
@@ -140,23 +142,27 @@ class UsageAccounts:
         raise RequestError(503, "budgets_unavailable", message, headers={"Retry-After": "5"}) from error
 
     @staticmethod
-    def judge(scopes: Sequence[BudgetScope], spent: dict[tuple[str, Window], Spend], now: datetime) -> None:
-        """Raise ``BudgetExceeded`` naming the first of ``scopes`` whose ``spent`` reached a limit."""
+    def refusal(scopes: Sequence[BudgetScope], spent: dict[tuple[str, Window], Spend], now: datetime) -> BudgetExceeded:
+        """The ``BudgetExceeded`` naming the first of ``scopes`` whose window in ``spent`` reached a limit."""
         for scope in scopes:
             for limit in scope.budget.limits:
                 used = spent[(scope.scope, limit.window)]
-                amount = used.tokens if limit.measure == "tokens" else used.micro_usd / _MICRO
-                if amount >= limit.amount:
-                    end = window_end(limit.window, now)
-                    raise BudgetExceeded(
-                        f"the {scope.label} budget of {limit.describe()} is spent;"
-                        f" it renews at {end.strftime('%Y-%m-%dT%H:%M:%SZ')}",
-                        max(1, int((end - now).total_seconds()) + 1),
-                    )
+                if (used.tokens if limit.measure == "tokens" else used.micro_usd) >= limit.units:
+                    return _exceeded(scope, limit.describe(), limit.window, now)
+        first = scopes[0]  # unreached while the script and this judge alike; never a call let through
+        return _exceeded(first, first.budget.limits[0].describe(), first.budget.limits[0].window, now)
+
+
+def _exceeded(scope: BudgetScope, limit: str, window: Window, now: datetime) -> BudgetExceeded:
+    end = window_end(window, now)
+    return BudgetExceeded(
+        f"the {scope.label} budget of {limit} is spent; it renews at {end.strftime('%Y-%m-%dT%H:%M:%SZ')}",
+        max(1, int((end - now).total_seconds()) + 1),
+    )
 
 
 class RunAccount:
-    """One run's usage and its budgets."""
+    """One run's usage, and its reservations against its budgets."""
 
     def __init__(
         self,
@@ -169,6 +175,8 @@ class RunAccount:
         thread_id: str | None,
         run_id: str,
         budgets: tuple[BudgetScope, ...] = (),
+        reserve: Spend | None = None,
+        hold_seconds: int = 600,
     ) -> None:
         self._accounts = accounts
         self._caller = caller
@@ -178,57 +186,67 @@ class RunAccount:
         self._thread_id = thread_id
         self._run_id = run_id
         self._budgets = budgets
+        self._scopes = tuple(s.scope for s in budgets)
+        self._limits = tuple(s.limits for s in budgets) if budgets else ()
+        self._hold_id = uuid.uuid4().hex if budgets else ""
+        self._holds = 0  # holds taken: each has its own member
+        self._reserve = reserve or Spend()  # what each model call holds until its usage is known
+        self._hold_ms = hold_seconds * 1000
         self.usage = RunUsage()
         self._cost: float | None = None
         self._pending = RunUsage()  # calls not yet added to the spend counters
-        self._checked = False  # the request was checked before its stream: the first call needs no check
+        self._hold = ""  # the reservation in flight (holds.py), settled by the next step
+        self._asked = ""  # the hold the access layer's script was asked to take
+        self._checked = False  # admission reserved the first call: its check has nothing to do
         self._closed = False
-        self._admitted_at = datetime.now(UTC)  # the windows ``admission_keys`` names
+        self._windows: Windows | None = None  # the windows the run counts in: its admission's
         self._slot: _SlotRelease | None = None  # the stream slot the last spend gives back
 
     async def precheck(self) -> None:
-        """The check before the response starts (a refusal is then a plain 429)."""
-        await self._accounts.check(self._budgets)
+        """Admission on its own: the first call reserved, or the refusal (a plain 429 before the stream)."""
         self._checked = True
+        await self._step(hold=True)
 
-    def admission_keys(self) -> list[str] | None:
-        """The Redis counters of this run's budgets, for the access layer to read as it admits the stream.
+    def admission_call(self) -> tuple[list[str], list[str | int]] | None:
+        """The Redis keys and arguments of this run's admission step, for the script that takes its stream slot.
 
         None without budgets or without Redis: ``precheck`` then runs on its own (app/access/limits.py,
         ``AdmissionCheck``).
         """
-        counters = self._accounts.counters
-        if not self._budgets or not isinstance(counters, RedisCounters):
+        if not self._budgets or not isinstance(self._accounts.counters, RedisCounters):
             return None
-        self._admitted_at = datetime.now(UTC)
-        return counters.keys([s.scope for s in self._budgets], self._admitted_at)
+        step = self._next_step(hold=True)
+        self._asked = step.hold
+        return RedisCounters.call(step)
 
-    def precheck_read(self, values: Sequence[bytes | str | None]) -> None:
-        """``precheck`` on the counters' ``values``, read with the stream's slot."""
-        spent = RedisCounters.spend_of([s.scope for s in self._budgets], values)
-        self._accounts.judge(self._budgets, spent, self._admitted_at)
+    def precheck_read(self, answer: Sequence[Any]) -> None:
+        """``precheck`` from the admission step's answer, taken by the slot's script: held, or the refusal."""
         self._checked = True
+        self._judged(RedisCounters.answer(self._scopes, answer), self._asked)
 
     def precheck_failed(self, error: Exception) -> None:
-        """Redis did not answer that read: as ``precheck`` does when it cannot read the counters."""
-        self._accounts.unavailable(error)
+        """Redis did not answer that script: as ``precheck`` does when it cannot reach the counters."""
         self._checked = True
+        self._accounts.unavailable(error)
+
+    def abandoned(self) -> None:
+        """Nothing runs for the request after all (its start was refused): its reservation goes back."""
+        self.finish()
 
     def release_with_spend(self, slots_key: str, member: str, released: Callable[[], None]) -> None:
-        """The run's stream slot (``member`` of ``slots_key``) goes back with the spend ``close()`` counts.
+        """The run's stream slot (``member`` of ``slots_key``) goes back with the step ``close()`` takes.
 
-        Only a close that writes spend removes it (then calls ``released``); otherwise the access layer
+        Only a close that goes to Redis removes it (then calls ``released``); otherwise the access layer
         releases the slot after the response's last byte, as it does for every slot.
         """
         self._slot = _SlotRelease(slots_key, member, released)
 
     async def check(self) -> None:
-        """Before a model call: the spend so far counted, then every budget checked."""
-        await self._count()
+        """Before a model call: the spend so far settled and this call reserved, or ``BudgetExceeded``."""
         if self._checked:
             self._checked = False
             return
-        await self._accounts.check(self._budgets)
+        await self._step(hold=True)
 
     def add(self, usage: Usage | None) -> None:
         """One model call ended, with the usage its provider reported (None: none)."""
@@ -240,38 +258,76 @@ class RunAccount:
         """What the run's calls cost so far (None: none priced)."""
         return self._cost
 
-    async def _count(self, *, last: bool = False) -> None:
+    def _spent(self) -> tuple[RunUsage, float | None]:
+        """The calls not yet counted and their cost, priced here (once): the run's cost and the cost metric."""
         pending, self._pending = self._pending, RunUsage()
-        if not pending.calls:
-            return
-        cost = self._accounts.pricing.cost(self._model, self._kind, pending)
+        cost = self._accounts.pricing.cost(self._model, self._kind, pending) if pending.calls else None
         if cost is not None:
             self._cost = (self._cost or 0.0) + cost
             if self._accounts.metrics is not None:
                 self._accounts.metrics.cost.labels(self._agent).inc(cost)
-        if not self._budgets or not pending.reported:
+        return pending, cost
+
+    def _next_step(self, *, hold: bool) -> BudgetStep:
+        """The step that counts the calls not yet counted, settles the hold in flight and perhaps holds anew."""
+        (pending, cost), reserve = self._spent(), self._reserve
+        if self._windows is None:  # the first step: the run's admission
+            self._windows = Windows.of(datetime.now(UTC))
+        new = ""
+        if hold:
+            self._holds += 1
+            new = hold_member(f"{self._hold_id}.{self._holds}", reserve.tokens, reserve.micro_usd, self._windows.day)
+        return BudgetStep(
+            scopes=self._scopes,
+            limits=self._limits,
+            windows=self._windows,
+            settle=self._hold,
+            tokens=pending.total_tokens if pending.reported else 0,
+            micro_usd=round((cost or 0.0) * MICRO_USD),
+            hold=new,
+            hold_ms=self._hold_ms,
+        )
+
+    async def _step(self, *, hold: bool) -> None:
+        """Settle what was spent and held; with ``hold``, reserve the next call (refused: ``BudgetExceeded``)."""
+        if not self._budgets:
+            self._spent()
             return
-        micro_usd = round((cost or 0.0) * _MICRO)
-        scopes, counters, now = [s.scope for s in self._budgets], self._accounts.counters, datetime.now(UTC)
-        slot = self._slot if last else None
+        step = self._next_step(hold=hold)
+        if not (step.hold or step.settle or step.tokens or step.micro_usd):
+            return
+        self._hold = ""
+        counters, slot = self._accounts.counters, None if hold else self._slot
         try:
             if slot is not None and isinstance(counters, RedisCounters):
-                await counters.add_and_release(scopes, pending.total_tokens, micro_usd, now, slot.key, slot.member)
+                answer = await counters.step_and_release(step, slot.key, slot.member)
                 slot.released()
             else:
-                await counters.add(scopes, pending.total_tokens, micro_usd, now)
+                answer = await counters.step(step)
         except RedisError as exc:
-            logger.warning("run %r: spend not counted against budgets, Redis is unavailable: %s", self._run_id, exc)
+            if hold:
+                self._accounts.unavailable(exc)
+            else:
+                logger.warning("run %r: spend not counted against budgets, Redis is unavailable: %s", self._run_id, exc)
+            return
+        self._judged(answer, step.hold)
+
+    def _judged(self, answer: StepAnswer, hold: str) -> None:
+        """Keep the hold the step took; refuse if it asked for one and a limit is reached (a close asks none)."""
+        if answer.outcome == HELD:
+            self._hold = hold
+        elif answer.outcome == REACHED and hold:
+            raise self._accounts.refusal(self._budgets, answer.spent, datetime.now(UTC))
 
     async def close(self) -> float | None:
-        """The run is ending: count its spend (awaited: the next call anywhere sees it); its cost.
+        """The run is ending: settle its spend and reservation (awaited: the next call anywhere sees it); its cost.
 
         The ledger row is written in the background: a store outage never holds up or fails the run.
         """
         if self._closed:
             return self._cost
         self._closed = True
-        await self._count(last=True)
+        await self._step(hold=False)
         if self.usage.calls:
             _in_background(self._record())
         return self._cost

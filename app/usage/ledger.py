@@ -2,7 +2,7 @@
 
 In the configured store (table ``usage``, app/store/schema.py), or, with no store, in this process's
 memory (lost at restart, per process; bounded: see ``MemoryLedger``). ``summary`` groups rows by person,
-key, agent, model and UTC day.
+key, agent, model and UTC day; people always by their key too (``people_apart``).
 """
 
 from __future__ import annotations
@@ -93,6 +93,17 @@ class UsageLedger(Protocol):
         ...
 
 
+def people_apart(group_by: Sequence[Group]) -> tuple[Group, ...]:
+    """``group_by``, with ``key`` added when it groups by ``person``.
+
+    A person is who a key named, or (no key) who signed in: so a trusted key's ``x-chatgate-user: iss#sub``
+    never merges with that signed-in person, nor one key's ``alice`` with another's.
+    """
+    if "person" in group_by and "key" not in group_by:
+        return (*group_by, "key")
+    return tuple(group_by)
+
+
 def _row(groups: Mapping[str, Any], records: Sequence[UsageRecord]) -> dict[str, Any]:
     row: dict[str, Any] = dict(groups)
     row["runs"] = len(records)
@@ -144,6 +155,7 @@ class MemoryLedger:
         person: str | None = None,
     ) -> list[dict[str, Any]]:
         """Group the matching rows in Python."""
+        group_by = people_apart(group_by)
         groups: dict[tuple[Any, ...], list[UsageRecord]] = {}
         for record in self._records:
             if not since <= record.at < until or (key_id is not None and (record.key_id or "") != key_id):
@@ -182,6 +194,7 @@ class SqlUsageLedger:
         person: str | None = None,
     ) -> list[dict[str, Any]]:
         """One ``GROUP BY`` query; the group columns come from ``GROUPS`` only, never from the request."""
+        group_by = people_apart(group_by)
         columns = [f"{_COLUMNS[g]} AS {g}" for g in group_by]
         sums = [f"SUM({field}) AS {field}" for field in _SUMS]
         where = ["at >= $1", "at < $2"]

@@ -17,6 +17,8 @@ logger = logging.getLogger("chatgate.usage")
 
 _PRICED_KINDS = frozenset({"openai", "anthropic"})
 """Provider kinds whose models the table prices; an Ollama model is the operator's own hardware."""
+_RATE_TOKENS = 1000
+"""The usage a model's per-token rates are priced from (small: a tiered price's first tier)."""
 
 
 class Pricing:
@@ -25,6 +27,21 @@ class Pricing:
     def __init__(self, overrides: Mapping[str, PriceConfig]) -> None:
         self._overrides = dict(overrides)
         self._unpriced: set[str] = set()
+        self._rates: dict[str, tuple[float, float] | None] = {}
+
+    def rates(self, model: str, kind: str | None) -> tuple[float, float] | None:
+        """US dollars per input and per output token of ``model`` (None: no price), priced once and kept.
+
+        For estimates (a call's reservation): a table lookup costs milliseconds, this a dictionary's.
+        """
+        if model not in self._rates:
+            per_input = self.cost(model, kind, RunUsage(calls=1, input_tokens=_RATE_TOKENS))
+            per_output = self.cost(model, kind, RunUsage(calls=1, output_tokens=_RATE_TOKENS))
+            if per_input is None or per_output is None:
+                self._rates[model] = None
+            else:
+                self._rates[model] = (per_input / _RATE_TOKENS, per_output / _RATE_TOKENS)
+        return self._rates[model]
 
     def cost(self, model: str, kind: str | None, usage: RunUsage) -> float | None:
         """The cost in US dollars of ``usage`` on ``model`` (``provider:model``); None when it has no price."""

@@ -1,4 +1,4 @@
-"""A run's ``RunAccount`` from the config in force: its key's and agent's budgets, its provider's kind.
+"""A run's ``RunAccount`` from the config in force: its budgets, its provider's kind, what each call reserves.
 
 Kept apart from ``accounts`` because it reads the config, whose schema imports ``usage.budget``.
 """
@@ -6,10 +6,12 @@ Kept apart from ``accounts`` because it reads the config, whose schema imports `
 from __future__ import annotations
 
 from chatgate.caller import Caller
-from chatgate.config import Config, resolve_provider
+from chatgate.config import MICRO_USD, AgentConfig, Config, answer_tokens, resolve_provider
+from chatgate.context import estimate
 from chatgate.ids import new_id
 from chatgate.run_input import RunInput
 from chatgate.usage.accounts import RunAccount, UsageAccounts
+from chatgate.usage.counters import Spend
 
 __all__ = ["run_account"]
 
@@ -28,6 +30,8 @@ def run_account(
             kind = resolve_provider(config, agent.provider_name).kind
         except ValueError:
             kind = None
+    budgets = accounts.budgets(caller, agent_name, key_budget, agent.budget)
+    reserve = _reserve(accounts, config, agent, kind, run_input) if budgets else Spend()
     return RunAccount(
         accounts,
         caller,
@@ -36,5 +40,22 @@ def run_account(
         provider_kind=kind,
         thread_id=run_input.thread_id or None,
         run_id=run_input.run_id or new_id("run"),
-        budgets=accounts.budgets(caller, agent_name, key_budget, agent.budget),
+        budgets=budgets,
+        reserve=reserve,
+        hold_seconds=config.budgets.hold_seconds,
     )
+
+
+def _reserve(
+    accounts: UsageAccounts, config: Config, agent: AgentConfig, kind: str | None, run_input: RunInput
+) -> Spend:
+    """What one model call of this run reserves: the request's messages as estimated, plus the answer's limit.
+
+    The answer's limit is the agent's ``max_tokens`` (or its provider's name for it), else ``[budgets]
+    reserve_output_tokens``; dollars are that usage at the model's price (none for an unpriced model).
+    """
+    input_tokens = sum(estimate(message) for message in run_input.messages)
+    output_tokens = answer_tokens(agent.model_settings, config.budgets.reserve_output_tokens) or 0
+    rates = accounts.pricing.rates(agent.model, kind)
+    dollars = input_tokens * rates[0] + output_tokens * rates[1] if rates is not None else 0.0
+    return Spend(input_tokens + output_tokens, round(dollars * MICRO_USD))

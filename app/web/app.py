@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from functools import partial
@@ -56,8 +56,8 @@ from chatgate.threads import (
     open_thread_turn,
     sweep_dead_runs,
 )
-from chatgate.tracing import start_telemetry
-from chatgate.usage import PersonBudget, Pricing, UsageAccounts, run_account
+from chatgate.tracing import RunTrace, start_telemetry
+from chatgate.usage import PersonBudget, Pricing, RunAccount, UsageAccounts, run_account
 from chatgate.web.capabilities import capabilities_path, capabilities_routes
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.chat_request import trace_chat, traced_refusals
@@ -384,8 +384,10 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                     trace=trace,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
-                if run is None and trace is not None:  # a hydrate or a follow: this request started no run
-                    trace.end()
+                if run is None:  # a hydrate or a follow: this request started no run
+                    account.finish()  # its reservation goes back
+                    if trace is not None:
+                        trace.end()
             else:
                 # Approvals issued to this key (and end user) are answerable by it alone.
                 owned = agent
@@ -407,13 +409,25 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 meter=metrics.stream(protocol.name, agent.name, started),
                 joined=joined,
                 run=run,
-                # The run ends its span; this ends it too if the run never began (its stream was gone first).
-                closed=trace.close if trace is not None and not stored else None,
+                # The run ends its span and account; this ends them too if the run never began (its stream
+                # was gone first): a reservation never outlives its request.
+                closed=None if stored else _closer(trace, account),
             )
 
         return await hold_stream_slot(request, start, check=account)  # type: ignore[return-value]
 
     return traced_refusals(chat)
+
+
+def _closer(trace: RunTrace | None, account: RunAccount) -> Callable[[], None]:
+    """What a stateless stream's end closes, in case its run never began: the span and the account."""
+
+    def closed() -> None:
+        if trace is not None:
+            trace.close()
+        account.finish()
+
+    return closed
 
 
 def _is_reference(url: str) -> bool:

@@ -438,3 +438,32 @@ def test_a_persons_budget_from_auth_jwt_is_theirs_alone(
     mine = httpx.get(f"{gate.url}/usage/me", headers={"authorization": f"Bearer {bob}"})
     assert mine.status_code == 200, mine.text
     assert f"{oidc_provider.issuer}#alice" not in mine.text
+
+
+def test_a_trusted_key_naming_a_signed_in_person_is_not_that_person_in_usage(
+    oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate]
+) -> None:
+    admin = "admin-secret-0123456789"
+    keys = [
+        {"id": "admin", "key": admin, "admin": True},
+        {"id": "web", "key": WEB_KEY, "agents": ["assistant"], "trusted_user_header": True},
+    ]
+    jwt = {"issuer": oidc_provider.issuer, "audience": "chatgate", "agents": ["assistant"]}
+    gate = chatgate_for(make_config(AGENTS, keys=keys, auth={"jwt": jwt}))
+    person = f"{oidc_provider.issuer}#alice"
+    assert gate.run(oidc_provider.token("alice")).status_code == 200
+    # The trusted backend names a user spelled exactly as the signed-in person, twice.
+    for _ in range(2):
+        assert gate.run(WEB_KEY, **{"x-chatgate-user": person}).status_code == 200
+    deadline = time.monotonic() + 15
+    while True:  # rows are written just after each run's last event
+        usage = httpx.get(
+            f"{gate.url}/usage", params={"group_by": "person"}, headers={"authorization": f"Bearer {admin}"}
+        )
+        rows = sorted((row["person"], row["key"], row["runs"]) for row in usage.json()["rows"] if row["key"])
+        rows += [(row["person"], None, row["runs"]) for row in usage.json()["rows"] if not row["key"]]
+        if sum(row[2] for row in rows) == 3:
+            break
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.02)
+    assert rows == [(person, "web", 2), (person, None, 1)]  # two people, never one with 3 runs

@@ -1,9 +1,10 @@
-"""The ledger's filters on SQLite, PostgreSQL and in memory: a caller's own rows and nobody else's; the
-in-memory ledger's bounds."""
+"""The ledger's filters on SQLite, PostgreSQL and in memory: a caller's own rows and nobody else's; people
+grouped apart by the key that named them; the in-memory ledger's bounds."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,16 +38,43 @@ async def _check(ledger: UsageLedger) -> None:
     assert await inputs(key_id="k2") == []
 
 
-async def test_the_ledger_in_the_store_filters_a_callers_own_rows(store_url: str, tmp_path: Path) -> None:
+async def _in_the_store(check: Callable[[UsageLedger], Awaitable[None]], store_url: str, tmp_path: Path) -> None:
     store = await open_store(store_url, tmp_path)
     try:
-        await _check(SqlUsageLedger(store.engine))
+        await check(SqlUsageLedger(store.engine))
     finally:
         await store.close()
 
 
+async def test_the_ledger_in_the_store_filters_a_callers_own_rows(store_url: str, tmp_path: Path) -> None:
+    await _in_the_store(_check, store_url, tmp_path)
+
+
 async def test_the_ledger_in_memory_filters_the_same() -> None:
     await _check(MemoryLedger())
+
+
+async def _people(ledger: UsageLedger) -> None:
+    signed_in = "https://id.example#alice"  # a signed-in person: no key
+    for tokens, key_id in ((1, None), (10, "k1"), (100, "k2")):  # k1 and k2 name the same person
+        await ledger.record(_record(key_id, signed_in, tokens))
+    await ledger.record(_record("k1", "alice", 1000))
+    now = time.time()
+    rows = await ledger.summary(["person"], now - 60, now + 60)
+    assert {(row["person"], row["key"], row["input_tokens"]) for row in rows} == {
+        ("alice", "k1", 1000),
+        (signed_in, None, 1),
+        (signed_in, "k1", 10),
+        (signed_in, "k2", 100),
+    }
+
+
+async def test_people_are_grouped_apart_by_the_key_that_named_them_in_the_store(store_url: str, tmp_path: Path) -> None:
+    await _in_the_store(_people, store_url, tmp_path)
+
+
+async def test_people_are_grouped_apart_by_the_key_that_named_them_in_memory() -> None:
+    await _people(MemoryLedger())
 
 
 async def test_the_ledger_in_memory_keeps_at_most_max_runs_the_newest(caplog: pytest.LogCaptureFixture) -> None:
