@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.processes import stop_process
 from tests.realmodel.llama import ROOT, installed_llama_server
 from tests.servers import _free_port as free_port
 
@@ -61,7 +62,6 @@ def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path
                         break  # the model answers: enough (the example allows 256 tokens)
         assert types[:2] == ["RUN_STARTED", "STEP_STARTED"] and types[-1] == "TEXT_MESSAGE_CONTENT"
     finally:
-        script.terminate()
-        script.wait(timeout=30)
+        stop_process(script, timeout=30)  # serve.sh stops chatgate and llama-server; any it left, by PID
     assert not _listening(f"{url}/healthz")
     assert not _listening(f"http://127.0.0.1:{llama_port}/health")

@@ -12,12 +12,12 @@ import httpx
 
 from chatgate.run.runner import SHUTTING_DOWN
 from tests.conftest import ChatgateProcess
+from tests.processes import children, running
 from tests.web.test_shutdown import AG_UI, CONFIG, frames_after_sigterm
 
 
 def worker_pids(parent: int) -> set[int]:
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    return {int(pid) for pid in children}
+    return set(children(parent))
 
 
 def test_two_workers_serve_and_stop_cleanly(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
@@ -35,7 +35,7 @@ def test_two_workers_serve_and_stop_cleanly(tmp_path: Path, chatgate_process: Ch
     assert frames[-1] == {"type": "RUN_ERROR", "message": SHUTTING_DOWN, "code": "server_shutdown"}
     assert len(frames) < 50
     for pid in workers:  # every worker has exited, none is left behind
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        assert not running(pid)
 
 
 def test_a_worker_that_dies_is_replaced(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
