@@ -3,11 +3,12 @@
 One real server (two workers, an OpenAI-compatible fake upstream) holds at least 20 short streams on
 each worker, and one stored stream (SQLite) that never ends on its own, when it gets SIGTERM. No stream
 depends on how fast this machine is: the upstream holds every short answer after its first word until
-the test releases them, after SIGTERM, so each is still running when the signal comes however long
-opening them took (a loaded machine took tens of seconds); and the long answer goes on until the grace
-period ends it. Every short stream ends with its whole answer; ``/readyz`` answers 503 before they
-end; a new chat request meanwhile gets 503 with ``Retry-After``; the long stream ends in protocol at the
-grace period, its turn stored as partial; and the parent exits once the workers have.
+the test releases it, after SIGTERM and the checks of the drain, so each is still running when the
+signal comes however long opening them took (a loaded machine took tens of seconds); and the long
+answer goes on until the grace period ends it. Every short stream ends with its whole answer;
+``/readyz`` answers 503 before they end; a new chat request meanwhile gets 503 with ``Retry-After``;
+the long stream ends in protocol at the grace period, its turn stored as partial; and the parent exits
+once the workers have.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from tests.conftest import ChatgateProcess
 from tests.providers.fakes import FakeUpstream, Recorded, Reply, fake_in_thread, openai_chunk
 from tests.serve.test_workers import worker_pids
 
-GRACE = 10
+GRACE = 30  # the checks between SIGTERM and the release took up to 7 s beside two CPU hogs
 PER_WORKER = 20
 MOST_STREAMS = 80  # the kernel hands each connection to either worker: open streams until each holds 20
 WAIT = 60  # seconds: only how long a failing test waits before it says so; nothing here is timed against it
@@ -152,16 +154,24 @@ def test_sigterm_lets_running_streams_finish_and_sends_new_ones_away(
         drain_with_held_streams(tmp_path, chatgate_process, upstream)
 
 
-def drain_with_held_streams(tmp_path: Path, chatgate_process: ChatgateProcess, upstream: HoldingUpstream) -> None:
+def two_workers(
+    tmp_path: Path, chatgate_process: ChatgateProcess, upstream: HoldingUpstream, grace: float
+) -> tuple[str, subprocess.Popen[bytes], set[int]]:
+    """``chatgate serve --workers 2`` on ``upstream`` with ``grace``, once both workers run: URL, parent, workers."""
     path = tmp_path / "c.toml"
-    path.write_text(CONFIG.format(grace=GRACE, upstream=upstream.url))
+    path.write_text(CONFIG.format(grace=grace, upstream=upstream.url))
     url, process = chatgate_process("--config", str(path), "--workers", "2")
-    port = int(url.rsplit(":", 1)[1])
     deadline = time.monotonic() + WAIT
     while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     workers = worker_pids(process.pid)
     assert len(workers) == 2
+    return url, process, workers
+
+
+def drain_with_held_streams(tmp_path: Path, chatgate_process: ChatgateProcess, upstream: HoldingUpstream) -> None:
+    url, process, workers = two_workers(tmp_path, chatgate_process, upstream, GRACE)
+    port = int(url.rsplit(":", 1)[1])
 
     long = Stream("long", "/agents/stored/chat")  # never ends on its own; stored
     short: list[Stream] = []
@@ -191,7 +201,6 @@ def drain_with_held_streams(tmp_path: Path, chatgate_process: ChatgateProcess, u
     not_ready_after = time.monotonic() - signalled
     assert all(stream.ended_at is None for stream in short)  # 503 came while every stream still ran
     assert ready.status_code == 503 and ready.json()["status"] == "draining"
-    upstream.released.set()  # the short answers go on: each ends during the drain, which the long one keeps going
     refusals = [httpx.post(f"{url}/agents/stored/chat", json=chat(f"new-{n}"), timeout=WAIT) for n in range(6)]
     for refused in refusals:  # a new run goes to another replica (each connection may reach either worker)
         # (stored: the store's rows below show that none of them started a run)
@@ -200,6 +209,8 @@ def drain_with_held_streams(tmp_path: Path, chatgate_process: ChatgateProcess, u
         assert refused.json()["error"]["code"] == "shutting_down"
     readiness = [httpx.get(f"{url}/readyz", timeout=WAIT).status_code for _ in range(6)]
     assert readiness == [503] * 6  # both workers drain
+    released = time.monotonic()
+    upstream.released.set()  # now, not before: a worker with nothing left to run shuts down at once
 
     for reader in readers:
         reader.join(timeout=GRACE + ENDING_SECONDS + WAIT)
@@ -224,6 +235,7 @@ def drain_with_held_streams(tmp_path: Path, chatgate_process: ChatgateProcess, u
     print(
         f"\ndrain figures: {len(short)} short streams over workers {list(per_worker.values())}: "
         f"{len(short)} complete, 1 long partial; opening the streams took {signalled - opening:.2f} s; "
-        f"/readyz 503 {not_ready_after * 1000:.0f} ms after SIGTERM; the last short stream ended "
+        f"/readyz 503 {not_ready_after * 1000:.0f} ms after SIGTERM; released {released - signalled:.2f} s after it; "
+        f"the last short stream ended "
         f"{last_short - signalled:.2f} s and the long one {long.ended_at - signalled:.2f} s after it (grace {GRACE} s)"
     )

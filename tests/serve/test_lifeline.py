@@ -6,6 +6,8 @@ from __future__ import annotations
 import errno
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,9 +18,24 @@ from chatgate.drain import ENDING_SECONDS
 from tests.conftest import ChatgateProcess
 from tests.processes import reap, wait_gone
 from tests.providers.fakes import fake_in_thread
-from tests.serve.test_drain import CONFIG, LAST_WORD, WAIT, HoldingUpstream, Stream
-from tests.serve.test_workers import worker_pids
+from tests.serve.test_drain import LAST_WORD, WAIT, HoldingUpstream, Stream, two_workers
 
+ORPHAN = """
+import os, sys, time
+from chatgate.serve import lifeline
+middle = os.fork()
+if middle == 0:
+    parent = os.getpid()
+    worker = os.fork()
+    if worker == 0:
+        sys.platform = "darwin"  # no prctl: the watcher thread
+        lifeline.die_with_parent(parent)
+        time.sleep(600)
+        os._exit(3)
+    print(worker, flush=True)
+    os._exit(0)  # the worker's parent dies
+os.waitpid(middle, 0)
+"""
 GRACE = 30  # longer than the held stream needs: it ends because it is released, not cut
 
 
@@ -36,20 +53,25 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def draining(url: str, deadline: float) -> bool:
+    """Poll ``/readyz`` until it answers 503 "draining"; False if it has not by ``deadline``."""
+    while time.monotonic() < deadline:
+        try:
+            ready = httpx.get(f"{url}/readyz", timeout=WAIT)
+        except httpx.TransportError:  # the worker with nothing to drain exits at once: its connections go
+            continue
+        if ready.status_code == 503 and ready.json()["status"] == "draining":
+            return True
+    return False
+
+
 def test_workers_drain_and_exit_when_their_supervisor_is_killed(
     tmp_path: Path, chatgate_process: ChatgateProcess
 ) -> None:
     with fake_in_thread(fake=HoldingUpstream()) as upstream:
         assert isinstance(upstream, HoldingUpstream)
-        path = tmp_path / "c.toml"
-        path.write_text(CONFIG.format(grace=GRACE, upstream=upstream.url))
-        url, process = chatgate_process("--config", str(path), "--workers", "2")
-        port = int(url.rsplit(":", 1)[1])
-        deadline = time.monotonic() + WAIT
-        while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        workers = sorted(worker_pids(process.pid))
-        assert len(workers) == 2
+        url, process, started = two_workers(tmp_path, chatgate_process, upstream, GRACE)
+        port, workers = int(url.rsplit(":", 1)[1]), sorted(started)
         stream = Stream("held")
         reader = threading.Thread(target=stream.read, args=(url,), daemon=True)
         reader.start()
@@ -58,11 +80,8 @@ def test_workers_drain_and_exit_when_their_supervisor_is_killed(
         killed = time.monotonic()
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=WAIT) == -signal.SIGKILL
-        ready = httpx.get(f"{url}/readyz", timeout=WAIT)
-        while ready.status_code == 200 and time.monotonic() < killed + WAIT:
-            ready = httpx.get(f"{url}/readyz", timeout=WAIT)
+        assert draining(url, killed + WAIT)  # SIGTERM reached the workers
         draining_after = time.monotonic() - killed
-        assert ready.status_code == 503 and ready.json()["status"] == "draining"  # SIGTERM reached the workers
         assert stream.ended_at is None
 
         upstream.released.set()
@@ -77,3 +96,10 @@ def test_workers_drain_and_exit_when_their_supervisor_is_killed(
         f"\nlifeline figures: after SIGKILL of the supervisor the workers drained from {draining_after * 1000:.0f} ms"
         f" and both were gone, the port free, {gone_after:.2f} s after it (one stream held until released)"
     )
+
+
+def test_without_prctl_a_watcher_notices_the_parent_has_gone() -> None:
+    started = subprocess.run([sys.executable, "-c", ORPHAN], capture_output=True, text=True, timeout=WAIT, check=True)
+    worker = int(started.stdout)
+    assert wait_gone([worker], WAIT) == []  # it checks once a second, then SIGTERMs itself
+    reap([worker])  # adopted by the test process (tests/conftest.py)
