@@ -29,7 +29,7 @@ from chatgate.drain import ENDING_SECONDS
 from chatgate.run.runner import SHUTTING_DOWN
 from tests.conftest import ChatgateProcess
 from tests.providers.fakes import FakeUpstream, Recorded, Reply, fake_in_thread, openai_chunk
-from tests.serve.test_workers import worker_pids
+from tests.serve.test_workers import running_workers
 
 GRACE = 30  # the checks between SIGTERM and the release took up to 7 s beside two CPU hogs
 PER_WORKER = 20
@@ -161,12 +161,7 @@ def two_workers(
     path = tmp_path / "c.toml"
     path.write_text(CONFIG.format(grace=grace, upstream=upstream.url))
     url, process = chatgate_process("--config", str(path), "--workers", "2")
-    deadline = time.monotonic() + WAIT
-    while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    workers = worker_pids(process.pid)
-    assert len(workers) == 2
-    return url, process, workers
+    return url, process, running_workers(process.pid)
 
 
 def drain_with_held_streams(tmp_path: Path, chatgate_process: ChatgateProcess, upstream: HoldingUpstream) -> None:

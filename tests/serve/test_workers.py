@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from chatgate.run.runner import SHUTTING_DOWN
-from tests.conftest import ChatgateProcess
+from tests.conftest import STARTUP_SECONDS, ChatgateProcess
 from tests.processes import children, running
 from tests.web.test_shutdown import AG_UI, CONFIG, frames_after_sigterm
 
@@ -20,15 +20,21 @@ def worker_pids(parent: int) -> set[int]:
     return set(children(parent))
 
 
+def running_workers(parent: int, count: int = 2) -> set[int]:
+    """The PIDs of ``parent``'s workers once ``count`` run (the test fails after ``STARTUP_SECONDS``)."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while len(worker_pids(parent)) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    workers = worker_pids(parent)
+    assert len(workers) == count, workers
+    return workers
+
+
 def test_two_workers_serve_and_stop_cleanly(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
     path = tmp_path / "c.toml"
     path.write_text(CONFIG)
     url, process = chatgate_process("--config", str(path), "--workers", "2")
-    deadline = time.monotonic() + 20
-    while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    workers = worker_pids(process.pid)
-    assert len(workers) == 2
+    workers = running_workers(process.pid)
     assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
 
     frames = [json.loads(frame) for frame in frames_after_sigterm(url, process, "/ag-ui", AG_UI)]
@@ -40,11 +46,9 @@ def test_two_workers_serve_and_stop_cleanly(tmp_path: Path, chatgate_process: Ch
 
 def test_a_worker_that_dies_is_replaced(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
     url, process = chatgate_process("--workers", "2")
-    deadline = time.monotonic() + 20
-    while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    first = worker_pids(process.pid)
+    first = running_workers(process.pid)
     os.kill(next(iter(first)), signal.SIGKILL)
+    deadline = time.monotonic() + STARTUP_SECONDS
     while (len(worker_pids(process.pid)) < 2 or worker_pids(process.pid) == first) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert len(worker_pids(process.pid)) == 2 and worker_pids(process.pid) != first
