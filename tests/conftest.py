@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -23,9 +24,12 @@ from chatgate.config import Config, parse_config
 from chatgate.web.app import create_app
 from tests.markers import apply_markers
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
+from tests.processes import adopt_orphans, command_line, descendants, kill_all, kill_tree, running, wait_gone
 from tests.servers import running_postgres, running_redis
 
 CLIENTS_DIR = Path(__file__).parent / "clients"
+LEFTOVER_WAIT_SECONDS = 10
+STARTUP_SECONDS = 120  # how long a server may take to start before the test fails (20 s was too short under load)
 
 
 class _PromptServer(uvicorn.Server):
@@ -83,7 +87,7 @@ class LiveServer:
 
     def start(self) -> None:
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + STARTUP_SECONDS
         while not self._server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
                 raise RuntimeError("chatgate did not start")
@@ -97,6 +101,23 @@ class LiveServer:
     def begin_stop(self) -> None:
         """Tell the server to shut down without waiting for it (``stop`` waits)."""
         self._server.exit_now()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left() -> Iterator[None]:
+    """Fail the session (an error at the last test's teardown) if a process a test started still runs at its end.
+
+    Set up before any other session fixture, so torn down after all of them: their servers have stopped by
+    then. Orphans count too: the test process adopts them (a worker whose supervisor a test killed).
+    Under xdist each worker checks its own. What is left is reported, then killed.
+    """
+    adopt_orphans()
+    yield
+    left = [pid for pid in descendants(os.getpid()) if running(pid)]
+    left = wait_gone(left, LEFTOVER_WAIT_SECONDS)  # a process stopped a moment ago may be on its way out
+    report = [f"{pid} {command_line(pid)}" for pid in left]
+    kill_all(left)
+    assert not report, "processes started by the tests were still running at the end:\n" + "\n".join(report)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -120,11 +141,13 @@ def serve() -> Iterator[Callable[[Config], str]]:
         servers.append(server)
         return server.url
 
-    yield start
-    for server in servers:  # all shut down at once, each then waited for
-        server.begin_stop()
-    for server in servers:
-        server.stop()
+    try:
+        yield start
+    finally:
+        for server in servers:  # all shut down at once, each then waited for
+            server.begin_stop()
+        for server in servers:
+            server.stop()
 
 
 ChatgateProcess = Callable[..., tuple[str, "subprocess.Popen[bytes]"]]
@@ -135,7 +158,7 @@ def chatgate_process(tmp_path: Path) -> Iterator[ChatgateProcess]:
     """Start the installed ``chatgate serve`` command with extra arguments; returns ``(url, process)``.
 
     It returns once ``/healthz`` answers, and fails the test with the server's stderr if it never does.
-    Every process started is killed after the test.
+    Every process started is killed after the test, with its workers (``tests/processes.py``).
     """
     processes: list[subprocess.Popen[bytes]] = []
 
@@ -149,20 +172,21 @@ def chatgate_process(tmp_path: Path) -> Iterator[ChatgateProcess]:
             process = subprocess.Popen(command, stdout=output, stderr=output)
         processes.append(process)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             try:
-                httpx.get(f"{url}/healthz")
+                httpx.get(f"{url}/healthz", timeout=STARTUP_SECONDS)
                 return url, process
-            except httpx.ConnectError:
+            except httpx.TransportError:  # not listening yet, or (workers) listening before any worker accepts
                 if time.monotonic() > deadline or process.poll() is not None:
                     pytest.fail(f"chatgate serve did not start:\n{log.read_text()}")
                 time.sleep(0.1)
 
-    yield start
-    for process in processes:
-        process.kill()
-        process.wait(timeout=10)
+    try:
+        yield start
+    finally:
+        for process in processes:
+            kill_tree(process)
 
 
 def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -> Any:

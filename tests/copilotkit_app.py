@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import build_app
+from tests.processes import kill_tree
 
 APP_DIR = Path(__file__).parent / "clients" / "copilotkit"
 QUIET = {"COPILOTKIT_TELEMETRY_DISABLED": "true", "DO_NOT_TRACK": "1", "SCARF_ANALYTICS": "false"}
@@ -49,5 +50,4 @@ def copilotkit_runtime(ag_ui_url: str) -> Iterator[str]:
                     pytest.fail(f"the CopilotKit runtime did not start:\n{log.read()}")
                 yield str(json.loads(line)["url"])
             finally:
-                process.kill()
-                process.wait(timeout=10)
+                kill_tree(process)

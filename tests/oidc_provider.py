@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from tests.servers import _free_port, _stop, _wait_for_port
+from tests.processes import stop_process
+from tests.servers import _free_port, _wait_for_port
 
 __all__ = ["OpenIDProvider", "running_oidc_provider"]
 
@@ -88,4 +89,4 @@ def running_oidc_provider(page_redirects: tuple[str, ...] = ()) -> Iterator[Open
         _wait_for_port(port, process, "oidc-provider")
         yield OpenIDProvider(f"http://127.0.0.1:{port}")
     finally:
-        _stop(process)
+        stop_process(process)

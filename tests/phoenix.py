@@ -19,7 +19,8 @@ from typing import Any
 
 import httpx
 
-from tests.servers import _free_port, _stop
+from tests.processes import stop_process
+from tests.servers import _free_port
 
 __all__ = ["Phoenix", "Span", "running_phoenix"]
 
@@ -109,7 +110,7 @@ def running_phoenix() -> Iterator[Phoenix]:
                 _wait_healthy(url, process, Path(workdir) / "phoenix.log")
                 yield Phoenix(url)
             finally:
-                _stop(process)
+                stop_process(process)
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 180.0) -> None:

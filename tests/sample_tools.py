@@ -2,6 +2,7 @@
 
 import asyncio
 import sqlite3
+import threading
 import time
 from typing import Literal
 
@@ -22,9 +23,14 @@ def explode(reason: str) -> str:
     raise RuntimeError(reason)
 
 
-def slow(seconds: float) -> str:
-    """Sleeps in a thread."""
-    time.sleep(seconds)
+RELEASE = threading.Event()
+HELD_RETURNED = threading.Event()
+
+
+def held() -> str:
+    """Blocks its thread until a test sets ``RELEASE`` (a minute at most), then sets ``HELD_RETURNED``."""
+    RELEASE.wait(60)
+    HELD_RETURNED.set()
     return "done"
 
 

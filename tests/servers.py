@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.processes import kill_tree, stop_process
+
 __all__ = ["PostgresServer", "postgres_server", "running_postgres", "running_redis"]
 
 
@@ -39,15 +41,6 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeo
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @contextmanager
 def running_redis() -> Iterator[str]:
     """A throwaway ``redis-server`` on 127.0.0.1 (no persistence); yields its ``redis://`` URL."""
@@ -62,7 +55,7 @@ def running_redis() -> Iterator[str]:
             _wait_for_port(port, process, "redis-server")
             yield f"redis://127.0.0.1:{port}/0"
         finally:
-            _stop(process)
+            stop_process(process)
 
 
 def _postgres_bin(name: str) -> str:
@@ -114,9 +107,8 @@ class PostgresServer:
             subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 self._process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            except subprocess.TimeoutExpired:  # SIGKILL reaches runuser only: postgres below it, by PID
+                kill_tree(self._process)
 
 
 @contextmanager

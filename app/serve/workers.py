@@ -4,7 +4,9 @@ The parent binds the socket, forks the workers and waits. Each worker builds its
 already validated config and runs it under ``DrainingServer`` (app/drain/), so SIGTERM drains each
 worker: its running streams finish within the grace period, the rest end in their protocol. The
 parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes each reload its
-config), restarts a worker that dies on its own, and returns once all have stopped.
+config), restarts a worker that dies on its own, and returns once all have stopped. If the parent
+itself dies, however it dies (SIGKILL included), every worker gets SIGTERM, drains and exits
+(app/serve/lifeline.py): no worker outlives it holding the port.
 Their metrics are summed: every worker writes its values to files in a directory the parent makes
 and removes (app/telemetry/processes.py), and any of them answers ``GET /metrics`` for all. Otherwise
 workers share nothing but the socket: limits and approvals that must hold across them need
@@ -30,6 +32,7 @@ import uvicorn
 from chatgate.config import Config, load_config
 from chatgate.drain import Drain
 from chatgate.errors import ConfigError
+from chatgate.serve.lifeline import die_with_parent
 from chatgate.telemetry import shared_metrics, worker_stopped
 
 __all__ = ["serve_workers"]
@@ -51,11 +54,10 @@ def serve_workers(
     context = multiprocessing.get_context("fork")  # the workers inherit the socket and the loaded config
     stop = threading.Event()
     processes: list[BaseProcess] = []
+    arguments = (os.getpid(), config, config_path, settings, server_factory, listening)
 
-    def start() -> BaseProcess:
-        process = context.Process(
-            target=_run_worker, args=(config, config_path, settings, server_factory, listening), daemon=False
-        )
+    def start() -> BaseProcess:  # always from this (the main) thread: the workers' lifeline is tied to it
+        process = context.Process(target=_run_worker, args=arguments, daemon=False)
         process.start()
         return process
 
@@ -88,13 +90,14 @@ def serve_workers(
 
 
 def _run_worker(
+    parent: int,
     config: Config,
     config_path: Path | None,
     settings: dict[str, Any],
     server_factory: ServerFactory,
     listening: socket.socket,
 ) -> None:
-    """One worker: its own app and event loop, serving on the inherited socket."""
+    """One worker of supervisor ``parent``: its own app and event loop, serving on the inherited socket."""
     from chatgate.serve.process import prepare_for_serving
     from chatgate.web import create_app
 
@@ -104,6 +107,7 @@ def _run_worker(
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # uvicorn installs its own handlers once it runs
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the app's config watcher takes it
+    die_with_parent(parent)
     if config_path is not None:  # a replacement worker starts from the file as it is now
         with contextlib.suppress(ConfigError):
             config = load_config(config_path)

@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.processes import children, command_line, stop_process
+
 __all__ = [
     "calls_on_server",
     "child_pids",
@@ -65,19 +67,7 @@ def calls_on_server(log: Path) -> list[dict[str, Any]]:
 
 def child_pids(marker: str) -> list[int]:
     """This process's children whose command line holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == os.getpid() and marker in cmdline:
-            found.append(int(entry.name))
-    return found
+    return [pid for pid in children(os.getpid()) if marker in command_line(pid)]
 
 
 def _free_port() -> int:
@@ -107,5 +97,4 @@ def everything_http() -> Iterator[str]:
                 time.sleep(0.05)
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop_process(process)

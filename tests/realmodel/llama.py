@@ -27,8 +27,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.processes import stop_process
 from tests.servers import _free_port as free_port
-from tests.servers import _stop as stop_process
 
 __all__ = ["LlamaServer", "installed_llama_server", "running_llama_server"]
 

@@ -11,40 +11,44 @@ from pathlib import Path
 import httpx
 
 from chatgate.run.runner import SHUTTING_DOWN
-from tests.conftest import ChatgateProcess
+from tests.conftest import STARTUP_SECONDS, ChatgateProcess
+from tests.processes import children, running
 from tests.web.test_shutdown import AG_UI, CONFIG, frames_after_sigterm
 
 
 def worker_pids(parent: int) -> set[int]:
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    return {int(pid) for pid in children}
+    return set(children(parent))
+
+
+def running_workers(parent: int, count: int = 2) -> set[int]:
+    """The PIDs of ``parent``'s workers once ``count`` run (the test fails after ``STARTUP_SECONDS``)."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while len(worker_pids(parent)) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    workers = worker_pids(parent)
+    assert len(workers) == count, workers
+    return workers
 
 
 def test_two_workers_serve_and_stop_cleanly(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
     path = tmp_path / "c.toml"
     path.write_text(CONFIG)
     url, process = chatgate_process("--config", str(path), "--workers", "2")
-    deadline = time.monotonic() + 20
-    while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    workers = worker_pids(process.pid)
-    assert len(workers) == 2
+    workers = running_workers(process.pid)
     assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
 
     frames = [json.loads(frame) for frame in frames_after_sigterm(url, process, "/ag-ui", AG_UI)]
     assert frames[-1] == {"type": "RUN_ERROR", "message": SHUTTING_DOWN, "code": "server_shutdown"}
     assert len(frames) < 50
     for pid in workers:  # every worker has exited, none is left behind
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        assert not running(pid)
 
 
 def test_a_worker_that_dies_is_replaced(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
     url, process = chatgate_process("--workers", "2")
-    deadline = time.monotonic() + 20
-    while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    first = worker_pids(process.pid)
+    first = running_workers(process.pid)
     os.kill(next(iter(first)), signal.SIGKILL)
+    deadline = time.monotonic() + STARTUP_SECONDS
     while (len(worker_pids(process.pid)) < 2 or worker_pids(process.pid) == first) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert len(worker_pids(process.pid)) == 2 and worker_pids(process.pid) != first

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import ChatgateProcess
+from tests.conftest import STARTUP_SECONDS, ChatgateProcess
 from tests.serve.test_drain import stream_ports
-from tests.serve.test_workers import worker_pids
+from tests.serve.test_workers import running_workers
 
 USE_CHAT = {"id": "c", "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
 PER_CLIENT = 5
@@ -35,11 +35,8 @@ def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
 def test_a_scrape_sums_the_counts_of_every_worker(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
     url, process = chatgate_process("--workers", "2")
     port = int(url.rsplit(":", 1)[1])
-    deadline = time.monotonic() + 20
-    while len(worker_pids(process.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    workers = sorted(worker_pids(process.pid))
-    assert len(workers) == 2
+    workers = sorted(running_workers(process.pid))
+    deadline = time.monotonic() + STARTUP_SECONDS
 
     clients: dict[int, list[httpx.Client]] = {pid: [] for pid in workers}
     while min(len(held) for held in clients.values()) < 2 and time.monotonic() < deadline:
