@@ -4,7 +4,7 @@ per busy core, time to first token, peak memory. Run through ``bench/run``, whic
     .venv/bin/python bench/compare.py [--quick] [--rounds 5] [--json PATH] [--only builtin relay-burst ...]
         [--skip-peers] [--variants thread keys ...]
 
-Three scenarios, each a set of servers and of *variants* (one measured thing: a server, a route, a
+Four scenarios, each a set of servers and of *variants* (one measured thing: a server, a route, a
 request body, the bytes that mark one token, its floor):
 
 - ``builtin``: chatgate's ``builtin:echo``; pydantic-ai's adapters over a FunctionModel; the AI SDK's
@@ -15,7 +15,12 @@ request body, the bytes that mark one token, its floor):
   second floor, the translating proxy, does the least an AG-UI relay must (parse each chunk, send one
   frame per token) on the same stack; it is measured against the byte proxy, not a target.
 
-A fourth, ``context``, is no server: bench/context_cpu.py's per-turn accounting of the context budget on a
+- ``versions``: the same relay burst, chatgate's default one-agent config served by two versions side by
+  side, another revision (``--base``, default ``aba826a``: versions.py installs it under ``bench/.base/``)
+  and the working tree; each route's "vs floor" is the working tree against that revision, the figure
+  issue 39 asks to keep within 1.05x.
+
+A fifth, ``context``, is no server: bench/context_cpu.py's per-turn accounting of the context budget on a
 200-message thread, in this process, each row against issue 31's target of 0.2 ms CPU per turn.
 
 chatgate is measured in every scenario in each setup of ``setups.py``, both protocols: stateless, with
@@ -55,6 +60,7 @@ from scale import peak_rss_mib
 from setups import SETUPS, STATELESS, Services, Setup, ag_ui_body, setup_config, use_chat_body
 from stream_cpu import CONFIG as BUILTIN_CONFIG
 from stream_cpu import capture, user_text
+from versions import BASE_REVISION, install
 
 from chatgate.config import load_config
 from chatgate.web.app import create_app
@@ -175,6 +181,37 @@ def scenarios(tmp: Path) -> list[Scenario]:
             )
         )
     return [builtin, *relay]
+
+
+def versions(base: str, tmp: Path) -> Scenario:
+    """The relay burst on the default one-agent config: revision ``base`` and the working tree, both routes.
+
+    The revision is installed (versions.py) only when the scenario runs: its server's start does it.
+    """
+    text = user_text()
+    ag_ui, use_chat = ag_ui_body(text), use_chat_body(text)
+
+    def start(revision: str | None) -> Callable[[Env], ServerProcess]:
+        def begin(env: Env) -> ServerProcess:
+            config = tmp / f"versions-{revision or 'tree'}.toml"
+            config.write_text(chatgate_config(env.upstream))
+            if revision is None:
+                return ServerProcess("chatgate", str(config))
+            return ServerProcess("chatgate", str(config), install(revision).serve_command(config))
+
+        return begin
+
+    variants = []
+    for route, path, body, marker in (
+        ("AG-UI", "/ag-ui", ag_ui, AG_UI_MARKER),
+        ("useChat", "/api/chat", use_chat, UI_STREAM_MARKER),
+    ):
+        then = f"chatgate {route} @ {base}"
+        variants += [
+            Variant(then, "chatgate-base", path, body, marker),
+            Variant(f"chatgate {route} (working tree)", "chatgate", path, body, marker, then),
+        ]
+    return Scenario("versions", 0.0, {"chatgate-base": start(base), "chatgate": start(None)}, variants)
 
 
 def chatgate_servers(
@@ -338,6 +375,8 @@ def summarise(scenario: Scenario, memory: dict[str, float]) -> dict[str, Any]:
         }
         if v.floor:
             row["vs_floor"] = round(medians[v.name] / medians[v.floor], 2)
+            floor = next(f for f in scenario.variants if f.name == v.floor).cpu_us_per_token
+            row["vs_floor_rounds"] = [round(x / y, 3) for x, y in zip(v.cpu_us_per_token, floor, strict=True)]
         if v.peers:
             row["peer_cost_ratio"] = {peer: round(medians[peer] / medians[v.name], 1) for peer in v.peers}
         rows.append(row)
@@ -349,15 +388,17 @@ def print_table(result: dict[str, Any]) -> None:
     print(
         f"{'variant':<{NAME_WIDTH}} {'CPU µs/token':>12} {'req/s/core':>10} {'TTFT p50 ms':>11} {'p99 ms':>7}"
         f" {'peak MiB':>8}"
-        "  vs floor   peers cost (x chatgate)"
+        "  vs floor  (rounds)      peers cost (x chatgate)"
     )
     for row in result["rows"]:
         ratio = f"{row['vs_floor']:.2f}x" if "vs_floor" in row else ""
+        rounds = row.get("vs_floor_rounds")
+        spread = f"({min(rounds):.2f}-{max(rounds):.2f})" if rounds else ""
         peers = ", ".join(f"{name} {x}x" for name, x in row.get("peer_cost_ratio", {}).items())
         print(
             f"{row['variant']:<{NAME_WIDTH}} {row['cpu_us_per_token']:>12.2f} {row['requests_per_busy_core_s']:>10.1f} "
             f"{row['first_token_p50_ms']:>11.1f} {row['first_token_p99_ms']:>7.1f} {row['server_peak_rss_mib']:>8.1f}"
-            f"  {ratio:>8}   {peers}"
+            f"  {ratio:>8}  {spread:<13}   {peers}"
         )
 
 
@@ -414,7 +455,10 @@ def main() -> None:
     parser.add_argument("--paced-requests", type=int, default=20, help="requests per batch, paced")
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--clients", type=int, default=2, help="load client processes")
-    parser.add_argument("--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced, context)")
+    parser.add_argument(
+        "--only", nargs="+", help="scenarios to run (builtin, relay-burst, relay-paced, versions, context)"
+    )
+    parser.add_argument("--base", default=BASE_REVISION, help="versions: the revision the working tree is read against")
     parser.add_argument(
         "--variants",
         nargs="+",
@@ -430,7 +474,12 @@ def main() -> None:
     started = time.time()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for scenario in scenarios(Path(tmp)):
+        chosen = []
+        if not args.only or {"builtin", "relay-burst", "relay-paced"} & set(args.only):
+            chosen += scenarios(Path(tmp))
+        if not args.only or "versions" in args.only:
+            chosen.append(versions(args.base, Path(tmp)))
+        for scenario in chosen:
             if args.only and scenario.name not in args.only:
                 continue
             scenario = select(scenario, args)

@@ -278,15 +278,16 @@ async def run_agent(
                             if shown is None:
                                 continue
                             event = shown
-                        if type(event) is ModelFinished:
-                            reason, finished = event.reason, event
-                            continue
-                        if type(event) is Usage:
-                            usage = event
-                        elif type(event) is ToolCallEnd:
-                            called.append(event.tool_call_id)
-                            if not complete_arguments(event.arguments):
-                                cut_off.append(event.tool_call_id)
+                        if type(event) is not TextDelta:  # nearly every event is one: one check for it
+                            if type(event) is ModelFinished:
+                                reason, finished = event.reason, event
+                                continue
+                            if type(event) is Usage:
+                                usage = event
+                            elif type(event) is ToolCallEnd:
+                                called.append(event.tool_call_id)
+                                if not complete_arguments(event.arguments):
+                                    cut_off.append(event.tool_call_id)
                         if transcript is not None:
                             transcript.feed(event)
                         yield event

@@ -2,7 +2,9 @@
 
 Each app owns its ``CollectorRegistry``, so several apps in one process (tests) never share counts.
 Nothing here runs per token: a stream counts its events in a local and records them once at its end,
-and a model call records its timings and usage once each.
+and a model call records its timings and usage once each. The labelled series a stream or a model call
+records to are looked up once per protocol and agent (``_StreamSeries``, ``_CallSeries``), not with
+``labels()`` on every request: about ten ``labels()`` calls a request cost more than a dict lookup each.
 
 Where the OpenTelemetry GenAI semantic conventions define a measure, the metric follows its meaning
 and unit with a Prometheus-style name: ``gen_ai.client.token.usage`` is ``chatgate_model_tokens_total``
@@ -173,6 +175,9 @@ class Metrics:
         registry.register(BuildInfo())
         ProcessCollector(registry=registry)
         self._scraped = scrape_registry()  # with --workers: every worker's values (app/telemetry/processes.py)
+        self._stream_series: dict[tuple[str, str], _StreamSeries] = {}
+        self._call_series: dict[tuple[str, str], _CallSeries] = {}
+        self._answered: dict[tuple[str, str, str, int], Counter] = {}
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric (of every worker, with ``--workers``)."""
@@ -200,44 +205,78 @@ class Metrics:
         """Count one leak of the system prompt the leak guard caught in a run of ``agent`` under ``mode``."""
         self.prompt_leaks.labels(agent, mode).inc()
 
+    def count_request(self, protocol: str, agent: str, key: str, status: int) -> None:
+        """Count one HTTP request answered with ``status``."""
+        labels = (protocol, agent, key, status)
+        counter = self._answered.get(labels)
+        if counter is None:
+            counter = self._answered[labels] = self.requests.labels(protocol, agent, key, str(status))
+        counter.inc()
+
     def stream(self, protocol: str, agent: str, started: float) -> StreamMeter:
         """The meter of one stream; ``started`` is when its request arrived (``time.perf_counter()``)."""
-        return StreamMeter(self, protocol, agent, started)
+        series = self._stream_series.get((protocol, agent))
+        if series is None:
+            series = self._stream_series[(protocol, agent)] = _StreamSeries(self, protocol, agent)
+        return StreamMeter(series, started)
 
     def model_call(self, provider: str, agent: str) -> ModelCallMeter:
         """The meter of one model call, started now."""
-        return ModelCallMeter(self, provider, agent, time.perf_counter())
+        series = self._call_series.get((provider, agent))
+        if series is None:
+            series = self._call_series[(provider, agent)] = _CallSeries(self, provider, agent)
+        return ModelCallMeter(series, time.perf_counter())
+
+
+class _StreamSeries:
+    """The labelled series of one protocol and agent's streams."""
+
+    __slots__ = ("active", "events", "first_event")
+
+    def __init__(self, metrics: Metrics, protocol: str, agent: str) -> None:
+        self.active = metrics.active_streams.labels(protocol, agent)
+        self.events = metrics.stream_events.labels(protocol, agent)
+        self.first_event = metrics.time_to_first_event.labels(protocol, agent)
+
+
+class _CallSeries:
+    """The labelled series of one provider and agent's model calls (the rarer ones looked up when used)."""
+
+    __slots__ = ("agent", "done", "input", "metrics", "output", "provider", "ttft")
+
+    def __init__(self, metrics: Metrics, provider: str, agent: str) -> None:
+        self.metrics, self.provider, self.agent = metrics, provider, agent
+        self.ttft = metrics.upstream_ttft.labels(provider, agent)
+        self.input = metrics.tokens.labels(provider, agent, "input")
+        self.output = metrics.tokens.labels(provider, agent, "output")
+        self.done = metrics.upstream_duration.labels(provider, agent, "")  # the duration of a call that succeeded
 
 
 @dataclass(slots=True)
 class StreamMeter:
     """Records one SSE stream: opened, then its event count and first-event latency once, at its end."""
 
-    metrics: Metrics
-    protocol: str
-    agent: str
+    series: _StreamSeries
     started: float
 
     def opened(self) -> None:
         """The stream's response has started."""
-        self.metrics.active_streams.labels(self.protocol, self.agent).inc()
+        self.series.active.inc()
 
     def closed(self, events: int, first_event_at: float | None) -> None:
         """The stream ended after ``events`` events; the first was sent at ``first_event_at`` (perf_counter)."""
-        metrics = self.metrics
-        metrics.active_streams.labels(self.protocol, self.agent).dec()
-        metrics.stream_events.labels(self.protocol, self.agent).observe(events)
+        series = self.series
+        series.active.dec()
+        series.events.observe(events)
         if first_event_at is not None:
-            metrics.time_to_first_event.labels(self.protocol, self.agent).observe(first_event_at - self.started)
+            series.first_event.observe(first_event_at - self.started)
 
 
 @dataclass(slots=True)
 class ModelCallMeter:
     """Records one model call once it is over: time to its first event, duration, outcome, token usage."""
 
-    metrics: Metrics
-    provider: str
-    agent: str
+    series: _CallSeries
     started: float
 
     def ended(
@@ -248,13 +287,14 @@ class ModelCallMeter:
         ``error`` is why it stopped early: a ``ProviderError`` counts as an upstream error of its kind,
         a cancellation (the client left, the server is stopping) only as a ``cancelled`` duration.
         """
-        metrics = self.metrics
-        labels = (self.provider, self.agent)
+        series = self.series
+        metrics = series.metrics
+        labels = (series.provider, series.agent)
         if first_event_at is not None:
-            metrics.upstream_ttft.labels(*labels).observe(first_event_at - self.started)
+            series.ttft.observe(first_event_at - self.started)
         if usage is not None:
-            metrics.tokens.labels(*labels, "input").inc(max(usage.input_tokens, 0))
-            metrics.tokens.labels(*labels, "output").inc(max(usage.output_tokens, 0))
+            series.input.inc(max(usage.input_tokens, 0))
+            series.output.inc(max(usage.output_tokens, 0))
             if usage.reasoning_tokens:
                 metrics.tokens.labels(*labels, "reasoning").inc(usage.reasoning_tokens)
             if usage.cached_input_tokens:
@@ -262,8 +302,9 @@ class ModelCallMeter:
         elif error is None:
             metrics.unreported_usage.labels(*labels).inc()
         if error is None:
-            kind = ""
-        elif isinstance(error, Exception):
+            series.done.observe(time.perf_counter() - self.started)
+            return
+        if isinstance(error, Exception):
             kind = error_kind(error)
             metrics.upstream_errors.labels(*labels, kind).inc()
         else:

@@ -44,7 +44,7 @@ async def observe_request(scope: Scope, receive: Receive, send: Send, app: ASGIA
             message["headers"] = [*message.get("headers", ()), header]
             protocol, agent = scope.get(_LABELS_KEY, ("", ""))
             key = key_label(caller_of(HTTPConnection(scope)))
-            metrics.requests.labels(protocol, agent, key, str(message["status"])).inc()
+            metrics.count_request(protocol, agent, key, message["status"])
         await send(message)
 
     token = REQUEST_ID.set(request_id)

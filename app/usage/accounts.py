@@ -328,7 +328,7 @@ class RunAccount:
             return self._cost
         self._closed = True
         await self._step(hold=False)
-        if self.usage.calls:
+        if self.usage.calls and not self._accounts.ledger.keep(self._usage_record()):
             _in_background(self._record())
         return self._cost
 
@@ -337,9 +337,9 @@ class RunAccount:
         if not self._closed:
             _in_background(self.close())
 
-    async def _record(self) -> None:
+    def _usage_record(self) -> UsageRecord:
         usage = self.usage
-        record = UsageRecord(
+        return UsageRecord(
             at=time.time(),
             key_id=self._caller.key_id,
             person=person_of(self._caller),
@@ -355,6 +355,9 @@ class RunAccount:
             cached_input_tokens=usage.cached_input_tokens,
             cost_usd=self._cost,
         )
+
+    async def _record(self) -> None:
+        record = self._usage_record()
         for attempt in range(1, _RECORD_ATTEMPTS + 1):
             try:
                 await self._accounts.ledger.record(record)

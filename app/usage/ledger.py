@@ -43,11 +43,14 @@ def day_of(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
 
 
-def _previous_month_start(at: float) -> float:
-    """00:00 UTC on the first of the calendar month before the one ``at`` falls in."""
+def _months_around(at: float) -> tuple[float, float, float]:
+    """00:00 UTC on the first of the month before the one ``at`` falls in, of that month, and of the next."""
     now = datetime.fromtimestamp(at, UTC)
-    year, month = (now.year - 1, 12) if now.month == 1 else (now.year, now.month - 1)
-    return datetime(year, month, 1, tzinfo=UTC).timestamp()
+    year, month = now.year, now.month
+    before = (year - 1, 12) if month == 1 else (year, month - 1)
+    after = (year + 1, 1) if month == 12 else (year, month + 1)
+    first, this, then = (datetime(y, m, 1, tzinfo=UTC).timestamp() for y, m in (before, (year, month), after))
+    return first, this, then
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,10 @@ class UsageLedger(Protocol):
 
     async def record(self, record: UsageRecord) -> None:
         """Keep one run's usage."""
+        ...
+
+    def keep(self, record: UsageRecord) -> bool:
+        """Keep one run's usage at once if this ledger can without waiting (in memory); else False."""
         ...
 
     async def summary(
@@ -127,6 +134,7 @@ class MemoryLedger:
     def __init__(self, max_runs: int = MEMORY_LEDGER_RUNS) -> None:
         self._records: deque[UsageRecord] = deque(maxlen=max_runs)
         self._warned = False
+        self._months = (0.0, 0.0, 0.0)  # ``_months_around`` the last row: recomputed when a row leaves its month
 
     def __len__(self) -> int:
         """How many runs are kept."""
@@ -134,7 +142,13 @@ class MemoryLedger:
 
     async def record(self, record: UsageRecord) -> None:
         """Append the run's row, dropping rows older than last month, and the oldest one when full."""
-        kept_since = _previous_month_start(record.at)
+        self.keep(record)
+
+    def keep(self, record: UsageRecord) -> bool:
+        """``record`` at once, without waiting (this ledger can): True."""
+        kept_since, month_start, month_end = self._months
+        if not month_start <= record.at < month_end:
+            kept_since, month_start, month_end = self._months = _months_around(record.at)
         while self._records and self._records[0].at < kept_since:
             self._records.popleft()
         if len(self._records) == self._records.maxlen and not self._warned:
@@ -144,6 +158,7 @@ class MemoryLedger:
                 self._records.maxlen,
             )
         self._records.append(record)
+        return True
 
     async def summary(
         self,
@@ -173,6 +188,10 @@ class SqlUsageLedger:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+
+    def keep(self, record: UsageRecord) -> bool:
+        """False: a row in the store is written by ``record``, in the background."""
+        return False
 
     async def record(self, record: UsageRecord) -> None:
         """One ``INSERT``."""
