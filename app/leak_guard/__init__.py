@@ -13,6 +13,7 @@ from chatgate.leak_guard.guard import (
     start_guard,
 )
 from chatgate.leak_guard.matcher import REDACTED, StreamWatch, guarded_text
+from chatgate.leak_guard.words import prepare_look_alikes
 
 __all__ = [
     "PROMPT_LEAK_MESSAGE",
@@ -23,5 +24,6 @@ __all__ = [
     "PromptLeak",
     "StreamWatch",
     "guarded_text",
+    "prepare_look_alikes",
     "start_guard",
 ]

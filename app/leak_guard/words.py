@@ -97,7 +97,7 @@ _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
 def skeletons() -> tuple[dict[int, str], dict[int, str]]:
     """The two ``str.translate`` tables of look-alikes (UTS #39): capitals before case folding, the rest after.
 
-    Built once, by the first guard (about 0.3 s), from confusable-homoglyphs' copy of Unicode's
+    Built once a process (about 0.3 s), when a config with a guarded agent loads, from confusable-homoglyphs' copy of Unicode's
     confusables.txt, where each pair is recorded both ways: a character with one partner whose partner has
     several is a source and maps to that prototype; a pair that only has each other maps to the lower code
     point. Folded words meet the second table (Cyrillic small o, U+043E, is ``o``). A capital whose prototype
@@ -122,6 +122,11 @@ def skeletons() -> tuple[dict[int, str], dict[int, str]]:
     for _ in range(2):  # a folded target may itself have a look-alike's skeleton
         small = {point: target.translate(small) for point, target in small.items()}
     return capitals, small
+
+
+def prepare_look_alikes() -> None:
+    """Build the look-alikes' tables now (once a process), so the first guarded answer does not wait for them."""
+    skeletons()
 
 
 def _fold(text: str) -> str:

@@ -21,6 +21,7 @@ from chatgate.approvals import (
 from chatgate.config import AgentConfig, Config, answer_tokens, resolve_provider
 from chatgate.context import ContextBudget, window_probe
 from chatgate.files_store import FileInliner
+from chatgate.leak_guard import prepare_look_alikes
 from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
@@ -179,6 +180,8 @@ class AgentRegistry:
             )
             for name, agent in config.agents.items()
         }
+        if any(agent.leak_guard_mode != "off" for agent in config.agents.values()):
+            prepare_look_alikes()  # 0.2-0.3 s once a process, at start or reload rather than in a first answer
 
     def get(self, name: str) -> Agent | None:
         """The agent called ``name``, or None."""
