@@ -14,8 +14,11 @@ from chatgate.access.cors import cors_middleware
 from chatgate.access.gate import (
     OPEN_PATHS,
     AccessMiddleware,
+    AccessServices,
+    AccessState,
     check_agent,
     hold_stream_slot,
+    not_started,
     resolve_agent,
     signing_keys_ready,
 )
@@ -27,11 +30,14 @@ __all__ = [
     "OPEN_PATHS",
     "USER_HEADER",
     "AccessMiddleware",
+    "AccessServices",
+    "AccessState",
     "KeyRing",
     "access_middleware",
     "check_agent",
     "check_request_limits",
     "hold_stream_slot",
+    "not_started",
     "read_body",
     "read_within",
     "resolve_agent",
@@ -39,9 +45,12 @@ __all__ = [
 ]
 
 
-def access_middleware(config: Config, open_paths: frozenset[str] = frozenset()) -> list[Middleware]:
+def access_middleware(
+    config: Config, services: AccessServices, open_paths: frozenset[str] = frozenset()
+) -> list[Middleware]:
     """The middleware of the access layer, outermost first: CORS (so refusals carry it), then keys and rpm.
 
-    ``open_paths`` pass without a key, besides the probes (``OPEN_PATHS``): the app's chat page files.
+    ``services`` are the app's, read on each request. ``open_paths`` pass without a key, besides the
+    probes (``OPEN_PATHS``): the app's chat page files.
     """
-    return [*cors_middleware(config.server), Middleware(AccessMiddleware, open_paths=open_paths)]
+    return [*cors_middleware(config.server), Middleware(AccessMiddleware, services=services, open_paths=open_paths)]

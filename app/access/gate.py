@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from redis.asyncio import Redis
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -24,21 +25,32 @@ from chatgate.access.limits import AdmissionCheck, Limits, MemoryLimits, StreamS
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
-from chatgate.drain import refuse_when_draining
+from chatgate.drain import Drain, refuse_when_draining
 from chatgate.errors import RequestError, error_response
 from chatgate.identity import TokenVerifier
 from chatgate.mounting import route_path
+from chatgate.telemetry import Metrics
 
 if TYPE_CHECKING:
     from chatgate.run import Agent, AgentRegistry
 
-__all__ = ["OPEN_PATHS", "AccessMiddleware", "check_agent", "hold_stream_slot", "resolve_agent", "signing_keys_ready"]
+__all__ = [
+    "OPEN_PATHS",
+    "AccessMiddleware",
+    "AccessServices",
+    "AccessState",
+    "check_agent",
+    "hold_stream_slot",
+    "not_started",
+    "resolve_agent",
+    "signing_keys_ready",
+]
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes a load balancer calls without a key. The app adds the chat page's files (the page asks for a key)."""
 
 
-class _Access:
+class AccessState:
     """Per app: the key ring of the current config, the token verifier and the in-process counters.
 
     The counters are kept across reloads, and so is the verifier (its keys and verified tokens) while
@@ -52,11 +64,13 @@ class _Access:
         self._redis: RedisLimits | None = None
 
     def ring(self, config: Config) -> KeyRing:
+        """The key ring of ``config``."""
         if self._ring is None or self._ring.config is not config:
             self._ring = KeyRing(config)  # rebuilt once per reload, not per request
         return self._ring
 
     def tokens(self, config: Config) -> TokenVerifier:
+        """The sign-in token verifier of ``config``'s ``[auth.jwt]``."""
         settings = config.auth.jwt
         assert settings is not None  # the ring hands on tokens only with [auth.jwt]
         if self._tokens is None or self._tokens.settings != settings:
@@ -73,35 +87,69 @@ class _Access:
         key = self.ring(config).key(caller.key_id)
         return None if key is None else (key.id, key.rpm, key.max_concurrent_streams)
 
-    def limits(self, state: Any) -> Limits:
-        client = getattr(state, "redis", None)
+    def limits(self, services: AccessServices, config: Config) -> Limits:
+        """The counters: in Redis when the app has a pool, else in this process."""
+        client = services.redis
         if client is None:
             return self._memory
         if self._redis is None:
-            self._redis = RedisLimits(client, state.agents.config.server.redis_failure)
+            self._redis = RedisLimits(client, config.server.redis_failure)
         return self._redis
 
 
-def _access(state: Any) -> _Access:
-    access = getattr(state, "access", None)
-    if access is None:
-        access = state.access = _Access()
-    assert isinstance(access, _Access)
-    return access
+class AccessServices(Protocol):
+    """What the access layer reads of the app's services (the app's ``Services``, app/web/services.py)."""
+
+    @property
+    def access(self) -> AccessState:
+        """The app's key ring, token verifier and counters."""
+
+    @property
+    def config(self) -> Config | None:
+        """The config in force (it follows reloads); None until the app has started."""
+
+    @property
+    def redis(self) -> Redis | None:
+        """The app's Redis pool, when ``redis_url`` is set and the app has started."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """The app's meters (a refusal for a rate limit is counted)."""
+
+    @property
+    def drain(self) -> Drain:
+        """The shutdown of this process: while it drains no stream starts."""
 
 
-async def signing_keys_ready(state: Any) -> None:
+def not_started() -> RequestError:
+    """The 503 a request gets before the app has started (mounted, and its lifespan never entered)."""
+    message = (
+        "chatgate has not started: it is mounted in an app that does not run its lifespan; enter"
+        " chatgate_app.lifespan() in that app's lifespan (docs/embedding.md)"
+    )
+    return RequestError(503, "not_started", message)
+
+
+def _config_in_force(services: AccessServices) -> Config:
+    config = services.config
+    if config is None:
+        raise not_started()
+    return config
+
+
+async def signing_keys_ready(services: AccessServices) -> None:
     """Raise unless sign-in tokens can be checked: with ``[auth.jwt]``, its keys are known or fetchable (readyz)."""
-    config = state.agents.config
+    config = _config_in_force(services)
     if config.auth.jwt is not None:
-        await _access(state).tokens(config).keys.ready()
+        await services.access.tokens(config).keys.ready()
 
 
 class AccessMiddleware:
     """Authenticate each request and count it against its key's ``rpm``; refusals are JSON errors."""
 
-    def __init__(self, app: ASGIApp, open_paths: frozenset[str] = frozenset()) -> None:
+    def __init__(self, app: ASGIApp, services: AccessServices, open_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
+        self.services = services
         self.open_paths = OPEN_PATHS | open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -109,19 +157,19 @@ class AccessMiddleware:
         if scope["type"] != "http" or route_path(scope) in self.open_paths:
             await self.app(scope, receive, send)
             return
-        state = scope["app"].state
-        access = _access(state)
-        config = state.agents.config
+        services = self.services
+        access = services.access
         try:
+            config = _config_in_force(services)
             caller = access.ring(config).authenticate(Headers(scope=scope))
             if isinstance(caller, str):
                 caller = await access.tokens(config).caller(caller)
             limits = access.limits_of(config, caller)
             if limits is not None and limits[1] is not None:
                 try:
-                    await access.limits(state).admit(limits[0], limits[1])
+                    await access.limits(services, config).admit(limits[0], limits[1])
                 except RequestError as refused:
-                    _count_refusal(state, caller, refused, "rpm")
+                    _count_refusal(services, caller, refused, "rpm")
                     raise
         except RequestError as error:
             await error_response(error)(scope, receive, send)
@@ -130,11 +178,10 @@ class AccessMiddleware:
         await self.app(scope, receive, send)
 
 
-def _count_refusal(state: Any, caller: Caller, refused: RequestError, limit: str) -> None:
+def _count_refusal(services: AccessServices, caller: Caller, refused: RequestError, limit: str) -> None:
     """Count a 429 in the metrics (``chatgate_rate_limited_requests_total``); a 503 is not a rate limit."""
-    metrics = getattr(state, "metrics", None)
-    if refused.status == 429 and metrics is not None:
-        metrics.count_rate_limited(caller, limit)
+    if refused.status == 429:
+        services.metrics.count_rate_limited(caller, limit)
 
 
 def check_agent(caller: Caller, agent: str) -> None:
@@ -164,6 +211,7 @@ async def hold_stream_slot(
     request: Request,
     start: Callable[[], Awaitable[ASGIApp]],
     *,
+    services: AccessServices,
     follows: asyncio.Future[Any] | None = None,
     check: AdmissionCheck | None = None,
 ) -> ASGIApp:
@@ -184,10 +232,10 @@ async def hold_stream_slot(
     refusal wins; with both in Redis, it runs in the script that takes the slot, in the same round trip.
     Whatever refuses the request after it passed (no slot, ``start``) gives its reservation back.
     """
-    refuse_when_draining(request)  # a process shutting down starts no stream (app/drain/)
-    state = request.app.state
-    access = _access(state)
-    limits = access.limits_of(state.agents.config, caller_of(request))
+    refuse_when_draining(services.drain)  # a process shutting down starts no stream (app/drain/)
+    access = services.access
+    config = _config_in_force(services)
+    limits = access.limits_of(config, caller_of(request))
     most = limits[2] if limits is not None else None
     held_by = limits[0] if limits is not None else ""
     if limits is None or most is None or (follows is not None and _runs_holding.get(follows) == held_by):
@@ -195,10 +243,10 @@ async def hold_stream_slot(
             await check.precheck()
         return await _started(start, check)
     try:
-        slot = await access.limits(state).open_stream(held_by, most, check)
+        slot = await access.limits(services, config).open_stream(held_by, most, check)
     except RequestError as refused:
         if refused.code == "too_many_streams":  # not the check's refusal (a spent budget is no rate limit)
-            _count_refusal(state, caller_of(request), refused, "max_concurrent_streams")
+            _count_refusal(services, caller_of(request), refused, "max_concurrent_streams")
         raise
     try:
         response = await _started(start, check)

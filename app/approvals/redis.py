@@ -51,7 +51,7 @@ return 0
 
 
 class RedisApprovalLedger:
-    """The ledger in Redis, through the app's one pool (``app.state.redis``)."""
+    """The ledger in Redis, through the app's one pool (``Running.redis``, app/web/services.py)."""
 
     def __init__(self, client: redis.Redis, *, ttl: float = ENTRY_TTL) -> None:
         self._redis = client

@@ -5,6 +5,6 @@ meanwhile) and ``server.py`` (``DrainingServer``: the uvicorn server that drives
 """
 
 from chatgate.drain.server import ENDING_SECONDS, DrainingServer
-from chatgate.drain.state import DRAIN_RETRY_AFTER, Drain, drain_of, refuse_when_draining
+from chatgate.drain.state import DRAIN_RETRY_AFTER, Drain, refuse_when_draining
 
-__all__ = ["DRAIN_RETRY_AFTER", "ENDING_SECONDS", "Drain", "DrainingServer", "drain_of", "refuse_when_draining"]
+__all__ = ["DRAIN_RETRY_AFTER", "ENDING_SECONDS", "Drain", "DrainingServer", "refuse_when_draining"]

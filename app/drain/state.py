@@ -15,11 +15,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from starlette.requests import Request
-
 from chatgate.errors import RequestError
 
-__all__ = ["DRAIN_RETRY_AFTER", "Drain", "drain_of", "refuse_when_draining"]
+__all__ = ["DRAIN_RETRY_AFTER", "Drain", "refuse_when_draining"]
 
 DRAIN_RETRY_AFTER = 1
 """The ``Retry-After`` (seconds) of a stream refused while draining: another replica can answer at once."""
@@ -42,16 +40,9 @@ class Drain:
         return len(self._runs)
 
 
-def drain_of(state: Any) -> Drain | None:
-    """The ``Drain`` of an app's ``state`` (None for an app built without one)."""
-    drain = getattr(state, "drain", None)
-    return drain if isinstance(drain, Drain) else None
-
-
-def refuse_when_draining(request: Request) -> None:
+def refuse_when_draining(drain: Drain) -> None:
     """Raise the 503 a new stream gets while this process drains; nothing when it does not."""
-    drain = drain_of(request.app.state)
-    if drain is not None and drain.draining:
+    if drain.draining:
         raise RequestError(
             503,
             "shutting_down",

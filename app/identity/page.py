@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from chatgate.config import Config
@@ -30,9 +29,9 @@ def issuer_origin(config: Config) -> str | None:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-async def sign_in_settings(request: Request) -> JSONResponse:
-    """The page's sign-in: issuer, client id and request parameters; 404 when the page asks for keys."""
-    settings = request.app.state.agents.config.auth.jwt
+def sign_in_settings(config: Config) -> JSONResponse:
+    """The sign-in under ``config``: issuer, client id and request parameters; 404 when the page asks for keys."""
+    settings = config.auth.jwt
     if settings is None or settings.page_client_id is None:
         raise RequestError(404, "not_found", "the chat page signs nobody in: [auth.jwt] page_client_id is not set")
     return JSONResponse(

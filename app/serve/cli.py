@@ -135,7 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
         return serve_workers(args.workers, config, config_path, settings, server)
     app = create_app(config, config_path=config_path)
     prepare_for_serving()
-    server(uvicorn.Config(app, **settings), app.state.drain).run()
+    server(uvicorn.Config(app, **settings), app.services.drain).run()
     return 0
 
 

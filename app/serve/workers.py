@@ -112,6 +112,6 @@ def _run_worker(
         with contextlib.suppress(ConfigError):
             config = load_config(config_path)
     app = create_app(config, config_path=config_path)
-    server = server_factory(uvicorn.Config(app, **settings), app.state.drain)
+    server = server_factory(uvicorn.Config(app, **settings), app.services.drain)
     prepare_for_serving()
     server.run(sockets=[listening])

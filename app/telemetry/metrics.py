@@ -18,11 +18,11 @@ text a client sent.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -40,7 +40,6 @@ __all__ = [
     "error_kind",
     "key_label",
     "metrics_endpoint",
-    "metrics_of",
 ]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -312,14 +311,12 @@ class ModelCallMeter:
         metrics.upstream_duration.labels(*labels, kind).observe(time.perf_counter() - self.started)
 
 
-def metrics_of(app: Starlette) -> Metrics:
-    """The metrics of ``app`` (for other layers, e.g. the access layer counting rate-limited requests)."""
-    metrics: Metrics = app.state.metrics
-    return metrics
+def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /metrics`` of ``metrics``: open when no keys are configured (all callers are admin), else admin keys."""
 
+    async def render(request: Request) -> Response:
+        if not caller_of(request).admin:
+            raise RequestError(403, "forbidden", "only admin keys may read /metrics")
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-async def metrics_endpoint(request: Request) -> Response:
-    """``GET /metrics``: open when no keys are configured (every caller is admin), else admin keys only."""
-    if not caller_of(request).admin:
-        raise RequestError(403, "forbidden", "only admin keys may read /metrics")
-    return Response(metrics_of(request.app).render(), media_type=CONTENT_TYPE)
+    return render

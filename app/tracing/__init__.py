@@ -14,7 +14,7 @@ agent, so tracing sits above the providers, while meters and logs sit below ever
 """
 
 from chatgate.tracing.run_trace import SEMCONV_VERSION, ModelCallTrace, RunTrace, ToolTrace
-from chatgate.tracing.setup import Telemetry, start_telemetry, telemetry_of
+from chatgate.tracing.setup import Telemetry, start_telemetry
 
 __all__ = [
     "SEMCONV_VERSION",
@@ -23,5 +23,4 @@ __all__ = [
     "Telemetry",
     "ToolTrace",
     "start_telemetry",
-    "telemetry_of",
 ]

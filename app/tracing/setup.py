@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter
-from starlette.applications import Starlette
 
 from chatgate.config import TelemetrySettings
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
     from opentelemetry.util.types import Attributes
 
-__all__ = ["ENDPOINT_VARIABLES", "Telemetry", "start_telemetry", "telemetry_of"]
+__all__ = ["ENDPOINT_VARIABLES", "Telemetry", "start_telemetry"]
 
 logger = logging.getLogger("chatgate.telemetry")
 
@@ -119,9 +118,3 @@ def _resource_hashed_once(base: type[Resource]) -> type[Resource]:
             return self._hash  # type: ignore[no-any-return]
 
     return HashedOnce
-
-
-def telemetry_of(app: Starlette) -> Telemetry | None:
-    """The app's tracer, None when tracing is off."""
-    telemetry: Telemetry | None = getattr(app.state, "telemetry", None)
-    return telemetry

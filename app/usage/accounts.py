@@ -1,6 +1,6 @@
 """The one place that records what runs consume and answers "may this caller spend more?".
 
-``UsageAccounts`` belongs to the app (``app.state.usage``): its ledger, its spend counters, its prices.
+``UsageAccounts`` belongs to the app (``Running.usage``): its ledger, its spend counters, its prices.
 ``RunAccount`` is one run's: admission reserves its first model call (``precheck``, or the access
 layer's slot script with ``admission_call``), the runner asks ``check()`` before each later call (the
 spend so far settled and that call reserved), tells ``add()`` each call's usage, and ``close()`` before

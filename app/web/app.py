@@ -6,12 +6,11 @@ Every protocol adapter gets two routes: ``POST /agents/{agent}/{route}`` and its
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, MutableMapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -28,43 +27,34 @@ from chatgate.access import (
     access_middleware,
     check_request_limits,
     hold_stream_slot,
+    not_started,
     read_body,
     resolve_agent,
-    signing_keys_ready,
 )
-from chatgate.approvals import app_approvals, approval_scope
-from chatgate.caller import Caller, caller_of
-from chatgate.config import Budget, Config, ConfigWatcher, default_config
-from chatgate.drain import Drain
+from chatgate.approvals import approval_scope
+from chatgate.caller import caller_of
+from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
-from chatgate.files_store import FileInliner, FileStore, referenced_file, resolve_references
-from chatgate.mcp import MCPServers
+from chatgate.files_store import FileInliner, referenced_file, resolve_references
 from chatgate.mounting import served_path
 from chatgate.protocol import UIProtocol, discover_protocols
-from chatgate.providers import upstream_client
-from chatgate.redis_client import connect_redis
-from chatgate.run import Agent, AgentRegistry, run_agent
+from chatgate.run import Agent, run_agent
 from chatgate.run_input import RunInput
-from chatgate.store import BUSY_RETRY_AFTER, ThreadBusy, ThreadError, UnknownThread, open_store
+from chatgate.store import BUSY_RETRY_AFTER, ThreadBusy, ThreadError, UnknownThread
 from chatgate.telemetry import Metrics, label_request, loggable, metrics_endpoint, observe_request
-from chatgate.threads import (
-    RunRecovery,
-    ThreadServices,
-    checkpoint_runs,
-    close_thread_runs,
-    open_thread_turn,
-    sweep_dead_runs,
-)
+from chatgate.threads import open_thread_turn
 from chatgate.tracing import RunTrace, start_telemetry
-from chatgate.usage import PersonBudget, Pricing, RunAccount, UsageAccounts, run_account
+from chatgate.usage import PersonBudget, RunAccount, run_account
 from chatgate.web.capabilities import capabilities_path, capabilities_routes
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.chat_request import trace_chat, traced_refusals
 from chatgate.web.files import file_routes
+from chatgate.web.lifespan import chatgate_lifespan
 from chatgate.web.openapi import openapi_endpoint
-from chatgate.web.readiness import add_check, readyz
-from chatgate.web.runs import app_run_log, resume_endpoint, stop_routes
+from chatgate.web.readiness import readyz
+from chatgate.web.runs import resume_endpoint, stop_routes
+from chatgate.web.services import Services, running_of, services_of
 from chatgate.web.sse import RAW_SEND_KEY, EventStreamResponse
 from chatgate.web.threads import thread_routes
 from chatgate.web.unread_body import UnreadBody
@@ -101,14 +91,20 @@ class ChatgateApp(Starlette):
         """
         return cast(AbstractAsyncContextManager[None], self.router.lifespan_context(self))
 
+    @property
+    def services(self) -> Services:
+        """The app's services (app/web/services.py), kept in ``app.state.services``."""
+        return services_of(self)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Record the unwrapped ``send``, then handle the request as Starlette does."""
         scope[RAW_SEND_KEY] = send
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        if not self.state.started:  # mounted, and the host never entered ``lifespan``: no agents yet
-            await _not_started()(scope, receive, send)
+        services = self.services
+        if not services.started:  # mounted, and the host never entered ``lifespan``: no agents yet
+            await error_response(not_started())(scope, receive, send)
             return
         started = ended = False
         unread = UnreadBody(scope, receive)
@@ -125,7 +121,7 @@ class ChatgateApp(Starlette):
             await send(message)
 
         try:
-            await observe_request(scope, receive, tracked, super().__call__, self.state.metrics)
+            await observe_request(scope, receive, tracked, super().__call__, services.metrics)
         except Exception:
             if not scope.get(_ERROR_LOGGED):  # ``_unexpected_error_handler`` logs all it sees
                 logger.exception("unexpected error handling %s %s", scope["method"], loggable(scope.get("path", "")))
@@ -155,118 +151,15 @@ def create_app(
     """
     config = config if config is not None else default_config()
     protocols = list(protocols) if protocols is not None else discover_protocols()
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if app.state.started:
-            raise RuntimeError("chatgate's lifespan is already running: enter it once (docs/embedding.md)")
-        async with upstream_client() as http_client:
-            # Redis is bound at start: a reload that changes redis_url takes effect on restart.
-            app.state.redis = connect_redis(config.server.redis_url) if config.server.redis_url else None
-            if app.state.redis is not None:
-                add_check(app, "redis", app.state.redis.ping)
-            # The approval ledger and fallback secret belong to the app, so they outlive reloads.
-            approvals = app.state.approvals = app_approvals(app.state.redis)
-            # MCP servers are bound at start too: one session (or child process) each, per process.
-            mcp = app.state.mcp = MCPServers(config, app.state.metrics.mcp)
-            mcp.start()
-            for name, connection in mcp.connections.items():
-                add_check(app, f"mcp:{name}", connection.ping)
-            app.state.agents = AgentRegistry(config, http_client, approvals, mcp)
-            logger.info(
-                "config %s: agents %s (default: %s)",
-                config_path or "(built-in default)",
-                ", ".join(config.agents) or "none",
-                config.default_agent or "none",
-            )
-            # The store is bound at start, like Redis: a reload that changes [store] takes effect on restart.
-            store_url = config.store_url
-            app.state.store = (
-                await open_store(store_url, config.base_dir, lock_timeout=config.store.lock_timeout_seconds)
-                if store_url
-                else None
-            )
-            app.state.files = FileStore(app.state.store.engine) if app.state.store is not None else None
-            if app.state.store is not None:
-                add_check(app, "store", app.state.store.ping)
-            if config.auth.jwt is not None:  # the verifier follows reloads; the check is bound at start
-                add_check(app, "identity", partial(signing_keys_ready, app.state))
-            app.state.run_log = app_run_log(config.server, app.state.redis)
-            # Usage rows go to the store (else memory), budget counters to Redis (else this process).
-            app.state.usage = UsageAccounts.open(
-                app.state.store.engine if app.state.store is not None else None,
-                app.state.redis,
-                Pricing(config.pricing),
-                app.state.metrics,
-                fail_open=config.server.redis_failure == "open",
-                person_budget=person_budget or partial(_jwt_person_budget, app),
-            )
-            if app.state.store is not None:
-                names = [protocol.name for protocol in protocols]
-                app.state.recovery = RunRecovery(app.state.store, app.state.run_log, names)
-            app.state.threads = (
-                ThreadServices(
-                    app.state.store,
-                    app.state.run_log,
-                    app.state.stopping,
-                    app.state.thread_runs,
-                    app.state.metrics,
-                    app.state.recovery,
-                )
-                if app.state.store is not None
-                else None
-            )
-
-            def apply(new_config: Config) -> None:
-                # One assignment: a request sees the old agents or the new ones, never a mix.
-                app.state.agents = AgentRegistry(new_config, http_client, approvals, mcp)
-
-            watcher = ConfigWatcher(config_path, apply, config=config) if config_path is not None else None
-            app.state.config_watcher = watcher
-            background = [asyncio.create_task(watcher.run())] if watcher is not None else []
-            if app.state.store is not None:
-                background.append(asyncio.create_task(checkpoint_runs(app.state.store, app.state.thread_runs)))
-                if app.state.redis is not None:  # only a Redis run log keeps journals to recover from
-                    background.append(asyncio.create_task(sweep_dead_runs(app.state.store, app.state.recovery)))
-            app.state.started = True
-            try:
-                yield
-            finally:
-                app.state.started = False
-                for task in background:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-                await close_thread_runs(app.state.thread_runs)
-                await app.state.run_log.aclose()
-                if app.state.store is not None:
-                    await app.state.store.close()
-                await app.state.agents.aclose()
-                await mcp.aclose()
-                if app.state.redis is not None:
-                    await app.state.redis.aclose()
-                if app.state.telemetry is not None:
-                    await app.state.telemetry.shutdown()
-
-    routes: list[BaseRoute] = [
-        Route("/healthz", _healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-        Route("/openapi.json", openapi_endpoint(protocols), methods=["GET"]),
-        Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
-        *chat_page_routes(),
-    ]
-    for protocol in protocols:
-        endpoint = _chat_endpoint(protocol)
-        for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
-            routes.append(Route(path, endpoint, methods=["POST"]))
-            routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + file_routes()
-    routes += capabilities_routes(protocols)
-
+    metrics = Metrics()
+    # Bound at creation, like Redis at start: a reload that changes [telemetry] takes effect on restart.
+    services = Services.create(metrics, start_telemetry(config.telemetry, metrics.registry))
+    lifespan = partial(
+        chatgate_lifespan, config=config, protocols=protocols, config_path=config_path, person_budget=person_budget
+    )
     app = ChatgateApp(
-        routes=routes,
-        middleware=access_middleware(config, PAGE_PATHS),
+        routes=_routes(protocols, services),
+        middleware=access_middleware(config, services, PAGE_PATHS),
         lifespan=lifespan,
         exception_handlers={
             RequestError: _request_error_handler,
@@ -277,18 +170,27 @@ def create_app(
             Exception: _unexpected_error_handler,
         },
     )
-    # Set once the drain is over (app/drain/): the streams still running then end in protocol.
-    app.state.stopping = asyncio.Event()
-    app.state.metrics = Metrics()
-    # Bound at start, like Redis: a reload that changes [telemetry] takes effect on restart.
-    app.state.telemetry = start_telemetry(config.telemetry, app.state.metrics.registry)
-    app.state.readiness = []  # named dependency checks for /readyz (app/web/readiness.py)
-    app.state.thread_runs = set()
-    app.state.drain = Drain(app.state.stopping, app.state.thread_runs)  # SIGTERM's drain (app/drain/)
-    app.state.recovery = None  # a RunRecovery once a store is open (app/threads/recovery.py)
-    app.state.started = False  # True while the lifespan runs: until then a request gets 503 not_started
-    app.state.files = None  # a FileStore once a store is open (app/files_store/)
+    app.state.services = services
     return app
+
+
+def _routes(protocols: Sequence[UIProtocol], services: Services) -> list[BaseRoute]:
+    """The probes, the listing and the page, then each protocol's chat and resume routes, then the rest."""
+    routes: list[BaseRoute] = [
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint(services.metrics), methods=["GET"]),
+        Route("/openapi.json", openapi_endpoint(protocols), methods=["GET"]),
+        Route("/agents", _list_agents_endpoint(protocols), methods=["GET"]),
+        *chat_page_routes(),
+    ]
+    for protocol in protocols:
+        endpoint = _chat_endpoint(protocol)
+        for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
+            routes.append(Route(path, endpoint, methods=["POST"]))
+            routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + file_routes()
+    return routes + capabilities_routes(protocols)
 
 
 async def _healthz(request: Request) -> Response:
@@ -297,7 +199,7 @@ async def _healthz(request: Request) -> Response:
 
 def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
     async def list_agents(request: Request) -> Response:
-        registry: AgentRegistry = request.app.state.agents
+        registry = running_of(request).agents
         default = registry.default
         caller = caller_of(request)
         agents = [
@@ -339,7 +241,8 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
     async def chat(request: Request) -> Response:
         started = time.perf_counter()
         label_request(request.scope, protocol.name)
-        registry: AgentRegistry = request.app.state.agents  # read once: a reload may swap it meanwhile
+        services, running = services_of(request.app), running_of(request)
+        registry = running.agents  # read once: a reload may swap it meanwhile
         caller = caller_of(request)
         agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
@@ -349,7 +252,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         body = await read_body(request, settings)
         run_input = _decode(protocol, body)
         check_request_limits(run_input, settings)
-        files: FileStore | None = request.app.state.files
+        files = running.files
         inline_limit = registry.config.files.inline_limit
         messages = await resolve_references(
             run_input.messages, files, caller.owner, agent.name, inline_limit=inline_limit
@@ -359,7 +262,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         check_files(run_input.messages, settings, is_reference=_is_reference)
         if files is not None:  # the model calls get the bytes of the uploads the history references
             agent = replace(agent, files=FileInliner(files, caller.owner, agent.name, inline_limit))
-        metrics: Metrics = request.app.state.metrics
+        metrics = services.metrics
         stored = agent.config.conversations == "server"
         if not stored and run_input.newest_only:
             problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
@@ -369,12 +272,12 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
 
         # Over budget: a plain 429 before any byte of the stream (app/usage/), checked as the stream's slot
         # is taken (with Redis, in the same round trip).
-        account = run_account(request.app.state.usage, registry.config, caller, agent.name, run_input)
+        account = run_account(running.usage, registry.config, caller, agent.name, run_input)
 
         async def start() -> EventStreamResponse:
             if stored:
                 turn = await open_thread_turn(
-                    request.app.state.threads,
+                    running.threads,
                     agent,
                     caller,
                     run_input,
@@ -396,7 +299,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 events = run_agent(
                     owned,
                     run_input,
-                    stopping=request.app.state.stopping,
+                    stopping=services.stopping,
                     metrics=metrics,
                     account=account,
                     trace=trace,
@@ -414,7 +317,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
                 closed=None if stored else _closer(trace, account),
             )
 
-        return await hold_stream_slot(request, start, check=account)  # type: ignore[return-value]
+        return await hold_stream_slot(request, start, services=services, check=account)  # type: ignore[return-value]
 
     return traced_refusals(chat)
 
@@ -497,23 +400,5 @@ async def _store_unavailable_handler(request: Request, exc: Exception) -> Respon
     return error_response(RequestError(503, exc.code, exc.public_message, headers=headers))
 
 
-def _not_started() -> Response:
-    message = (
-        "chatgate has not started: it is mounted in an app that does not run its lifespan; enter"
-        " chatgate_app.lifespan() in that app's lifespan (docs/embedding.md)"
-    )
-    return error_response(RequestError(503, "not_started", message))
-
-
 def _internal_error() -> JSONResponse:
     return JSONResponse({"error": {"code": "internal_error", "message": "An internal error occurred."}}, 500)
-
-
-async def _unexpected_error_response(scope: Scope, receive: Receive, send: Send) -> None:
-    await _internal_error()(scope, receive, send)
-
-
-def _jwt_person_budget(app: Starlette, caller: Caller) -> Budget | None:
-    """``[auth.jwt.budget]`` for a signed-in person, read from the config in force (it follows reloads)."""
-    jwt = app.state.agents.config.auth.jwt
-    return jwt.budget if caller.person is not None and jwt is not None else None

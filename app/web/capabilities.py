@@ -21,9 +21,10 @@ from chatgate.caller import caller_of
 from chatgate.capabilities import AgentFacts, InputKind
 from chatgate.config import Config
 from chatgate.protocol import UIProtocol
-from chatgate.run import Agent, AgentRegistry
+from chatgate.run import Agent
 from chatgate.run_input import ToolDefinition
 from chatgate.web.openapi import OPERATIONS, Operation
+from chatgate.web.services import running_of
 
 __all__ = ["agent_facts", "capabilities_path", "capabilities_routes"]
 
@@ -66,7 +67,7 @@ def capabilities_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
 
 def _endpoint(describe: Describe) -> Callable[[Request], Any]:
     async def capabilities(request: Request) -> Response:
-        registry: AgentRegistry = request.app.state.agents
+        registry = running_of(request).agents
         agent = resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
         return JSONResponse(dict(describe(agent_facts(agent, registry.config))))
 

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.errors import RequestError
 from chatgate.identity import SIGN_IN_PATH, issuer_origin, sign_in_settings
+from chatgate.web.services import running_of
 
 __all__ = ["PAGE_FILES", "PAGE_PATHS", "chat_page_routes", "page_file"]
 
@@ -49,10 +50,11 @@ def page_file(name: str) -> bytes:
 
 
 def _serve(request: Request, name: str) -> Response:
-    if not request.app.state.agents.config.server.chat_page:
+    config = running_of(request).agents.config
+    if not config.server.chat_page:
         raise RequestError(404, "not_found", "the chat page is turned off ([server] chat_page = false)")
     headers = _HEADERS
-    issuer = issuer_origin(request.app.state.agents.config)
+    issuer = issuer_origin(config)
     if issuer is not None:  # the page signs people in: it fetches the issuer's discovery and token endpoint
         policy = headers["content-security-policy"].replace("connect-src 'self'", f"connect-src 'self' {issuer}")
         headers = {**headers, "content-security-policy": policy}
@@ -72,10 +74,15 @@ async def _static(request: Request) -> Response:
     return _serve(request, name)
 
 
+async def _sign_in(request: Request) -> Response:
+    """The page's sign-in settings under the config in force."""
+    return sign_in_settings(running_of(request).agents.config)
+
+
 def chat_page_routes() -> list[BaseRoute]:
     """The page's routes: ``GET /`` and ``GET /static/{name}``."""
     return [
         Route("/", _index, methods=["GET"]),
-        Route(SIGN_IN_PATH, sign_in_settings, methods=["GET"]),
+        Route(SIGN_IN_PATH, _sign_in, methods=["GET"]),
         Route("/static/{name}", _static, methods=["GET"]),
     ]

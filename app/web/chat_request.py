@@ -14,7 +14,8 @@ from starlette.responses import Response
 
 from chatgate.caller import Caller
 from chatgate.run import Agent
-from chatgate.tracing import RunTrace, telemetry_of
+from chatgate.tracing import RunTrace
+from chatgate.web.services import services_of
 
 __all__ = ["trace_chat", "traced_refusals"]
 
@@ -25,7 +26,7 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 def trace_chat(request: Request, agent: Agent, protocol: str, caller: Caller) -> RunTrace | None:
     """Start the ``invoke_agent`` span of this chat request, or None when tracing is off."""
-    telemetry = telemetry_of(request.app)
+    telemetry = services_of(request.app).telemetry
     if telemetry is None:
         return None
     trace = RunTrace(telemetry, agent, protocol=protocol, caller=caller, headers=request.headers)

@@ -34,8 +34,8 @@ from chatgate.config import FilesSettings
 from chatgate.errors import RequestError
 from chatgate.files_store import FileRecord, FileStore, file_path, is_file_id
 from chatgate.media_types import media_type_essence
-from chatgate.run import AgentRegistry
 from chatgate.web.openapi import OPERATIONS, Operation
+from chatgate.web.services import running_of
 from chatgate.web.upload_slots import UploadSlots
 
 __all__ = ["file_routes"]
@@ -76,10 +76,11 @@ def file_routes() -> list[BaseRoute]:
 
 def _context(request: Request) -> tuple[str, str, FileStore, FilesSettings]:
     """The agent's name, the caller's owner, the file store and ``[files]``; refusals as 4xx/501."""
-    registry: AgentRegistry = request.app.state.agents
+    running = running_of(request)
+    registry = running.agents
     caller = caller_of(request)
     agent = resolve_agent(registry, request.path_params["agent"], caller)
-    files: FileStore | None = request.app.state.files
+    files = running.files
     if files is None:
         raise RequestError(501, "no_file_store", "uploads need a store: set [store] url and restart the server")
     return agent.name, caller.owner, files, registry.config.files

@@ -1,7 +1,7 @@
 """``GET /readyz``: whether this replica can serve, asking every configured dependency.
 
-``app.state.readiness`` is a list of named checks; the app's lifespan adds one per dependency it is
-configured with (app/web/app.py): ``store`` (SQLite or PostgreSQL), ``redis``, ``mcp:<name>`` per MCP
+The app's ``Services.readiness`` is a list of named checks; its lifespan adds one per dependency it is
+configured with (app/web/lifespan.py): ``store`` (SQLite or PostgreSQL), ``redis``, ``mcp:<name>`` per MCP
 server, and ``identity`` (the sign-in provider's signing keys: fetched once, or fetchable now).
 A check passes when its coroutine returns; it fails when it raises or does not answer within
 ``CHECK_TIMEOUT`` seconds. The checks run concurrently. The answer names what is down, never why:
@@ -16,14 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from chatgate.drain import drain_of
+from chatgate.web.services import ReadinessCheck, services_of
 
 __all__ = ["CHECK_TIMEOUT", "ReadinessCheck", "add_check", "readyz"]
 
@@ -32,17 +31,9 @@ logger = logging.getLogger("chatgate.readiness")
 CHECK_TIMEOUT = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class ReadinessCheck:
-    """One dependency: its name in the answer, and a coroutine function that raises when it is down."""
-
-    name: str
-    check: Callable[[], Awaitable[Any]]
-
-
 def add_check(app: Starlette, name: str, check: Callable[[], Awaitable[Any]]) -> None:
     """Make ``/readyz`` also ask ``check`` (e.g. a ping) under ``name``."""
-    app.state.readiness.append(ReadinessCheck(name, check))
+    services_of(app).readiness.append(ReadinessCheck(name, check))
 
 
 async def _passes(check: ReadinessCheck) -> bool:
@@ -57,13 +48,12 @@ async def _passes(check: ReadinessCheck) -> bool:
 
 async def readyz(request: Request) -> Response:
     """200 ``{"status": "ready"}``, or 503 ``{"status": "not ready", "down": [names]}`` (or ``"draining"``)."""
-    state = request.app.state
-    drain = drain_of(state)
-    if drain is not None and drain.draining:
+    services = services_of(request.app)
+    if services.drain.draining:
         return JSONResponse({"status": "draining", "down": []}, status_code=503)
-    if getattr(state, "agents", None) is None:
+    if not services.started:
         return JSONResponse({"status": "not ready", "down": ["config"]}, status_code=503)
-    checks: list[ReadinessCheck] = list(getattr(state, "readiness", ()))
+    checks = list(services.readiness)
     results = await asyncio.gather(*(_passes(check) for check in checks))
     down = [check.name for check, passed in zip(checks, results, strict=True) if not passed]
     if down:

@@ -25,11 +25,10 @@ from chatgate.access import hold_stream_slot, resolve_agent
 from chatgate.caller import caller_of
 from chatgate.config import ServerSettings
 from chatgate.protocol import UIProtocol
-from chatgate.run import AgentRegistry
 from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
-from chatgate.store import ThreadStore
-from chatgate.telemetry import Metrics, label_request
-from chatgate.threads import RunRecovery, replay_run, request_stop, run_log_id
+from chatgate.telemetry import label_request
+from chatgate.threads import replay_run, request_stop, run_log_id
+from chatgate.web.services import running_of, services_of
 from chatgate.web.sse import EventStreamResponse
 from chatgate.web.threads import caller_thread, path_thread_id, thread_context
 
@@ -54,24 +53,25 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
     async def resume(request: Request) -> Response:
         started = time.perf_counter()
         label_request(request.scope, protocol.name)
-        registry: AgentRegistry = request.app.state.agents
+        services, running = services_of(request.app), running_of(request)
+        registry = running.agents
         agent = resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
         label_request(request.scope, protocol.name, agent.name)
         thread_id = path_thread_id(request)
-        store: ThreadStore | None = request.app.state.store
+        store = running.store
         if agent.config.conversations != "server" or store is None:
             return Response(status_code=204)
         thread = await store.get_thread(caller_of(request).owner, agent.name, thread_id)
         if thread is None or thread.active_run is None:
             return Response(status_code=204)
         log_id = run_log_id(thread.active_run, protocol.name)
-        recovery: RunRecovery | None = request.app.state.recovery
+        recovery = running.recovery
         lost = partial(recovery.recover, thread) if recovery is not None else None
         ending = partial(protocol.interrupted, agent.config)
-        frames = await replay_run(request.app.state.run_log, log_id, ending, lost=lost)
+        frames = await replay_run(running.run_log, log_id, ending, lost=lost)
         if frames is None:
             return Response(status_code=204)
-        metrics: Metrics = request.app.state.metrics
+        metrics = services.metrics
 
         async def follow() -> EventStreamResponse:
             return EventStreamResponse(
@@ -84,8 +84,8 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
 
         try:
             # Following a run this process runs for the same key costs no second slot.
-            run = next((r.task for r in request.app.state.thread_runs if r.run_id == thread.active_run), None)
-            return await hold_stream_slot(request, follow, follows=run)  # type: ignore[return-value]
+            run = next((r.task for r in services.thread_runs if r.run_id == thread.active_run), None)
+            return await hold_stream_slot(request, follow, services=services, follows=run)  # type: ignore[return-value]
         except BaseException:
             await frames.aclose()  # refused a slot: stop following the run now, not when collected
             raise
@@ -101,7 +101,7 @@ def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
         agent, store, caller = thread_context(request)
         thread = await caller_thread(store, agent, caller, path_thread_id(request))
-        run_log: RunLog = request.app.state.run_log
+        run_log = running_of(request).run_log
         return JSONResponse({"stopped": await request_stop(run_log, thread, names)})
 
     return [Route("/agents/{agent}/threads/{thread_id}/stop", stop, methods=["POST"])]

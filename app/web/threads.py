@@ -32,9 +32,10 @@ from chatgate.errors import RequestError
 from chatgate.history import Message
 from chatgate.ids import ClientId, StorableText, check_thread_id
 from chatgate.protocol import UIProtocol
-from chatgate.run import Agent, AgentRegistry
+from chatgate.run import Agent
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
-from chatgate.threads import RunRecovery, stop_and_wait
+from chatgate.threads import stop_and_wait
+from chatgate.web.services import running_of, services_of
 
 __all__ = [
     "SystemMessageBody",
@@ -92,8 +93,8 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         thread_id = path_thread_id(request)
         thread = await caller_thread(store, agent, caller, thread_id)
         # A running turn is stopped first (its upstream request closed), then the thread goes.
-        state = request.app.state
-        await stop_and_wait(store, state.run_log, state.thread_runs, thread, names)
+        run_log, runs = running_of(request).run_log, services_of(request.app).thread_runs
+        await stop_and_wait(store, run_log, runs, thread, names)
         if not await store.delete(caller.owner, agent.name, thread_id):
             raise _unknown_thread(thread_id)
         return Response(status_code=204)
@@ -143,20 +144,21 @@ def path_thread_id(request: Request) -> str:
 
 async def _recover_dead_run(request: Request, thread: ThreadInfo | None) -> None:
     """Before a change that needs the thread free: save the turn of its run if that run's producer died."""
-    recovery: RunRecovery | None = request.app.state.recovery
+    recovery = running_of(request).recovery
     if thread is not None and thread.active_run is not None and recovery is not None:
         await recovery.recover(thread)
 
 
 def thread_context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
     """The agent of a ``/agents/{agent}/threads`` route, the store and the caller; refusals as 4xx/503."""
-    registry: AgentRegistry = request.app.state.agents
+    running = running_of(request)
+    registry = running.agents
     caller = caller_of(request)
     name = request.path_params["agent"]
     agent = resolve_agent(registry, name, caller)
     if agent.config.conversations != "server":
         raise RequestError(404, "no_threads", f"agent {name!r} keeps no conversations (conversations = 'client')")
-    store: ThreadStore | None = request.app.state.store
+    store = running.store
     if store is None:
         raise RequestError(503, "store_unavailable", "no store is open; restart the server after enabling one")
     return agent, store, caller
@@ -175,7 +177,7 @@ def _unknown_thread(thread_id: str) -> RequestError:
 
 
 async def _body(request: Request) -> SystemMessageBody:
-    registry: AgentRegistry = request.app.state.agents
+    registry = running_of(request).agents
     raw = await read_body(request, registry.config.server)  # capped: a 403 may need the body first
     try:
         return _BODY.validate_json(raw or b"{}")

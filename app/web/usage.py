@@ -15,8 +15,9 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
-from chatgate.usage import GROUPS, Group, UsageAccounts, person_of
+from chatgate.usage import GROUPS, Group, person_of
 from chatgate.web.openapi import OPERATIONS, Operation
+from chatgate.web.services import running_of
 
 __all__ = ["usage_routes"]
 
@@ -66,7 +67,7 @@ async def _summary(request: Request, **only: str | None) -> Response:
     if until <= since:
         raise _bad("until", "must be after since")
     group_by = _groups(request)
-    accounts: UsageAccounts = request.app.state.usage
+    accounts = running_of(request).usage
     rows = await accounts.ledger.summary(group_by, since.timestamp(), until.timestamp(), **only)
     body: dict[str, Any] = {
         "since": since.isoformat(),

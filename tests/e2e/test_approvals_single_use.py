@@ -143,10 +143,10 @@ def reloading_server(tmp_path: Path, secret: str | None) -> tuple[LiveServer, An
     server.start()
 
     def reload() -> None:
-        before = app.state.agents
+        before = app.services.running.agents
         path.write_text(text.format("after"))
-        assert app.state.config_watcher.reload()
-        assert app.state.agents is not before
+        assert app.services.running.config_watcher.reload()
+        assert app.services.running.agents is not before
 
     return server, reload
 

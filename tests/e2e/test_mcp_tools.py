@@ -217,7 +217,7 @@ def test_a_server_killed_mid_call_is_an_error_result_then_restarted(serve: Serve
     # The next call waits for the restarted server and succeeds on it.
     assert tool_outputs(run(base, "ag-ui", '/call everything__echo {"message": "back"}')) == ["Echo: back"]
     assert child_pids(str(EVERYTHING)) != [first]
-    assert app.state.mcp.connections["everything"].restarts >= 1
+    assert app.services.running.mcp.connections["everything"].restarts >= 1
 
 
 def test_a_server_that_never_answers_is_cut_off(serve: Serve, protocol: str) -> None:
@@ -235,7 +235,7 @@ def test_a_changed_tool_list_is_listed_again(serve: Serve) -> None:
     # The reference server registers more tools once the session is initialized and says so with
     # notifications/tools/list_changed: chatgate lists them again.
     _, app = serve(config({"everything": {"command": everything_stdio()}}, {"everything": {}}))
-    connection = app.state.mcp.connections["everything"]
+    connection = app.services.running.mcp.connections["everything"]
     for _ in range(200):
         if connection.listings >= 2:
             break

@@ -60,7 +60,7 @@ class Chatgate:
 
     @property
     def verifications(self) -> int:
-        return int(self.app.state.access._tokens.verifications)
+        return int(self.app.services.access._tokens.verifications)
 
 
 @pytest.fixture

@@ -185,7 +185,7 @@ class _OnItsLoop:
 def every_pooled_connection_held(served: _OnItsLoop) -> Iterator[None]:
     """Take all ``POOL_SIZE`` connections through the store's own engine, on the server's loop, until the end."""
     assert served.loop is not None
-    engine = served.app.state.store.engine
+    engine = served.app.services.running.store.engine
     held, release = threading.Event(), threading.Event()
 
     async def hold() -> None:

@@ -113,19 +113,19 @@ def test_chatgate_s_lifespan_can_be_the_host_s_own() -> None:
     server = LiveServer(app)
     server.start()
     try:
-        assert chat.state.started
+        assert chat.services.started
         (agent,) = httpx.get(f"{server.url}/llm/agents", headers=AUTH).json()["agents"]
     finally:
         server.stop()
     assert agent["name"] == "bot"
-    assert not chat.state.started  # the host's shutdown closed it
+    assert not chat.services.started  # the host's shutdown closed it
 
 
 async def test_the_lifespan_is_entered_once() -> None:
     chat = create_app(_config())
     async with chat.lifespan():
-        assert chat.state.started
+        assert chat.services.started
         with pytest.raises(RuntimeError, match="already running"):
             async with chat.lifespan():
                 pass
-    assert not chat.state.started
+    assert not chat.services.started
