@@ -97,13 +97,13 @@ _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
 def skeletons() -> tuple[dict[int, str], dict[int, str]]:
     """The two ``str.translate`` tables of look-alikes (UTS #39): capitals before case folding, the rest after.
 
-    Built once a process (about 0.3 s), when a config with a guarded agent loads, from confusable-homoglyphs' copy of Unicode's
-    confusables.txt, where each pair is recorded both ways: a character with one partner whose partner has
-    several is a source and maps to that prototype; a pair that only has each other maps to the lower code
-    point. Folded words meet the second table (Cyrillic small o, U+043E, is ``o``). A capital whose prototype
-    is a capital (Greek capital epsilon, U+0395, is ``E``) meets the first, before case folding, since its small
-    letter may look like something else (U+03B5 is the prototype U+A793). ASCII is left as it is, so an
-    ASCII word needs no table.
+    Built once a process (about 0.3 s), when a config with a guarded agent loads, from confusable-homoglyphs' copy
+    of Unicode's confusables.txt, where each pair is recorded both ways: a character with one partner whose partner
+    has several is a source and maps to that prototype; a pair that only has each other maps to the lower code
+    point. Folded words meet the second table (Cyrillic small o, U+043E, is ``o``). A capital whose prototype is a
+    capital (Greek capital epsilon, U+0395, is ``E``) meets the first, before case folding, since its small letter
+    may look like something else (U+03B5 is the prototype U+A793). ASCII is left as it is, so an ASCII word needs no
+    table.
     """
     from confusable_homoglyphs.confusables import confusables_data  # its JSON loads on import: only when needed
 
