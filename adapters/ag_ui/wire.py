@@ -235,7 +235,7 @@ class RunAgentInput(_Wire):
     """The request body of an AG-UI run."""
 
     thread_id: ClientThreadId
-    run_id: str
+    run_id: ClientId
     parent_run_id: ClientId | None = None
     protocol_version: str | None = None
     messages: list[WireMessage]

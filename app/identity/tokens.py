@@ -20,6 +20,7 @@ from chatgate.caller import Caller
 from chatgate.config import JwtConfig
 from chatgate.errors import RequestError
 from chatgate.identity.keys import IssuerKeys, KeysUnavailable
+from chatgate.ids import id_problem
 
 __all__ = ["TokenVerifier", "invalid_token"]
 
@@ -102,7 +103,8 @@ class TokenVerifier:
                 audience=settings.audience,
                 issuer=settings.issuer,
                 leeway=settings.leeway_seconds,
-                options={"require": ["exp", "iss", "aud"]},
+                # PyJWT refuses a `sub` that is not a string; `sub` counts only as user_claim, checked below.
+                options={"require": ["exp", "iss", "aud"], "verify_sub": False},
             )
         except jwt.PyJWTError as error:
             raise invalid_token(_reason(error, settings)) from None
@@ -115,8 +117,11 @@ class TokenVerifier:
         user = claims.get(settings.user_claim)
         if isinstance(user, int) and not isinstance(user, bool):
             user = str(user)
-        if not isinstance(user, str) or not user or len(user) > 200:
+        if not isinstance(user, str) or not user:
             raise invalid_token(f"claim {settings.user_claim!r} (user_claim) is missing or not a string")
+        problem = id_problem(user)  # it names the person's threads: stored, so the one id rule holds
+        if problem is not None:
+            raise invalid_token(f"claim {settings.user_claim!r} (user_claim) {problem}")
         agents = frozenset(settings.agents) if settings.agents is not None else None
         if settings.agents_claim is not None:
             listed = _strings(claims.get(settings.agents_claim))

@@ -213,6 +213,57 @@ def test_a_token_may_not_name_a_user_header(gate: Chatgate, oidc_provider: OpenI
     assert response.status_code == 403 and response.json()["error"]["code"] == "user_header_not_allowed"
 
 
+# --- the user claim: who owns the threads ------------------------------------------------------------
+
+
+@pytest.fixture
+def stored_gate(oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate], store_url: str) -> Chatgate:
+    """The gate with stored threads on SQLite and PostgreSQL: a person's name reaches the store."""
+    agents = {"assistant": {"model": "builtin:echo", "default": True, "conversations": "server"}}
+    jwt = {"issuer": oidc_provider.issuer, "audience": "chatgate"}
+    return chatgate_for(make_config(agents, auth={"jwt": jwt}, store={"url": store_url}))
+
+
+def threads_of(gate: Chatgate, token: str) -> httpx.Response:
+    return httpx.get(f"{gate.url}/agents/assistant/threads", headers={"authorization": f"Bearer {token}"})
+
+
+@pytest.mark.parametrize("user", ["nul\x00user", "new\nline", "tab\tuser", "sep\u2028user", "del\x7f", "x" * 201])
+def test_a_user_claim_that_is_no_id_is_401_on_every_route(
+    stored_gate: Chatgate, oidc_provider: OpenIDProvider, user: str
+) -> None:
+    token = oidc_provider.sign(claims(oidc_provider.issuer, sub=user))
+    for response in (stored_gate.run(token), threads_of(stored_gate, token)):
+        assert response.status_code == 401, response.text
+        error = response.json()["error"]
+        assert error["code"] == "invalid_token" and "claim 'sub' (user_claim)" in error["message"], error
+    assert threads_of(stored_gate, oidc_provider.token("alice")).json()["threads"] == []  # nothing was stored
+
+
+def test_an_integer_sub_is_the_person_named_by_its_digits(stored_gate: Chatgate, oidc_provider: OpenIDProvider) -> None:
+    number = oidc_provider.sign(claims(oidc_provider.issuer, sub=1234567))
+    assert stored_gate.run(number).status_code == 200
+    digits = oidc_provider.sign(claims(oidc_provider.issuer, sub="1234567"))
+    (thread,) = threads_of(stored_gate, digits).json()["threads"]  # the same person's thread
+    assert thread["id"] == "t"
+    assert threads_of(stored_gate, oidc_provider.token("alice")).json()["threads"] == []
+
+
+@pytest.mark.parametrize("sub", [True, 12.5, {"id": 1}, ["a"], None, ""])
+def test_a_sub_of_another_type_is_401(gate: Chatgate, oidc_provider: OpenIDProvider, sub: Any) -> None:
+    response = gate.run(oidc_provider.sign(claims(oidc_provider.issuer, sub=sub)))
+    assert response.status_code == 401, response.text
+    assert "claim 'sub' (user_claim) is missing or not a string" in response.json()["error"]["message"]
+
+
+def test_another_user_claim_ignores_the_type_of_sub(
+    oidc_provider: OpenIDProvider, chatgate_for: Callable[[Config], Chatgate]
+) -> None:
+    gate = chatgate_for(token_config(oidc_provider.issuer, user_claim="email"))
+    token = oidc_provider.sign(claims(oidc_provider.issuer, sub=42.5, email="ann@example.com"))
+    assert gate.run(token).status_code == 200
+
+
 # --- attacks: each refused with 401 invalid_token ------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ before any store sees it, and text that can be stored faithfully (message parts,
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,8 +65,19 @@ def test_a_hostile_id_in_a_chat_body_is_422_naming_the_field(url: str, store_url
     _refused(httpx.post(f"{url}/api/chat", json=_usechat("t", message_id=bad)), "messages.0.id")
     _refused(httpx.post(f"{url}/agents/bot/ag-ui", json=_ag_ui(bad)), "threadId")
     _refused(httpx.post(f"{url}/agents/bot/ag-ui", json=_ag_ui("t", message_id=bad)), "messages.0.user.id")
+    _refused(httpx.post(f"{url}/agents/bot/ag-ui", json=_ag_ui("t") | {"runId": bad}), "runId")
+    _refused(httpx.post(f"{url}/agents/bot/ag-ui", json=_ag_ui("t") | {"parentRunId": bad}), "parentRunId")
     assert httpx.get(f"{url}/agents/bot/threads").json()["threads"] == []
     assert _stored_threads(store_url) == 0
+
+
+def test_only_a_valid_run_id_is_kept_and_echoed_as_parent_run_id(url: str) -> None:
+    """AG-UI's runId is stored as the thread's last run, and a regenerate names it as its parentRunId."""
+    _refused(httpx.post(f"{url}/agents/bot/ag-ui", json=_ag_ui("t") | {"runId": "sep\u2028run"}), "runId")
+    assert httpx.post(f"{url}/agents/bot/ag-ui", json=_ag_ui("t") | {"runId": "run-1"}).status_code == 200
+    again = _ag_ui("t") | {"runId": "run-2", "forwardedProps": {"regenerate": True}}
+    started = json.loads(httpx.post(f"{url}/agents/bot/ag-ui", json=again).text.split("\n", 1)[0][len("data: ") :])
+    assert (started["type"], started["runId"], started["parentRunId"]) == ("RUN_STARTED", "run-2", "run-1")
 
 
 def test_hostile_tool_call_and_approval_ids_are_422(url: str) -> None:
