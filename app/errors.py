@@ -19,6 +19,7 @@ ChatgateError
 ├── PromptLeak            leak_guard/: an answer repeats the system prompt; the run stops
 ├── KeysUnavailable       identity/: the issuer's signing keys cannot be fetched
 ├── MCPUnavailable        mcp/: an MCP server cannot be reached now
+├── ToolsUnavailable      run/tools.py: tools an agent must offer cannot be had now (an MCP server down)
 ├── RunError              run/runner.py: a run cannot go on; the message is safe for the client
 └── ServerStopping        run/runner.py: the server is shutting down; the run ends in protocol
 """

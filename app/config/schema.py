@@ -316,7 +316,9 @@ class MCPServerConfig(_Strict):
     added to its environment) or ``url`` (a streamable HTTP server, sent ``headers``). Every call is cut
     off after ``timeout_seconds``; a result longer than ``max_output_chars`` is truncated with a marker.
     Images a result holds reach the model while they total at most ``max_image_bytes`` (decoded); the
-    rest, or all with ``0``, reach it as lines naming them.
+    rest, or all with ``0``, reach it as lines naming them. A run waits up to ``connect_wait_seconds`` for
+    a server that is not connected; then it ends with ``mcp_unavailable``, or goes on without the server
+    when it is ``optional``.
     """
 
     command: tuple[str, ...] | None = Field(default=None, min_length=1)
@@ -327,6 +329,8 @@ class MCPServerConfig(_Strict):
     timeout_seconds: float = Field(default=30.0, gt=0)
     max_output_chars: int = Field(default=100_000, ge=100)
     max_image_bytes: int = Field(default=5 * 1024 * 1024, ge=0)
+    connect_wait_seconds: float = Field(default=10.0, ge=0)
+    optional: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

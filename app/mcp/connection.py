@@ -202,6 +202,19 @@ class MCPConnection:
             async with asyncio.timeout(self.config.timeout_seconds):
                 await session.send_ping()
 
+    @property
+    def connected(self) -> bool:
+        """Whether the session is open and its tools listed."""
+        return self._ready.is_set()
+
+    async def wait_connected(self) -> bool:
+        """Whether the session is open, after waiting up to ``connect_wait_seconds`` for it."""
+        if not self._ready.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.connect_wait_seconds):
+                    await self._ready.wait()
+        return self._ready.is_set()
+
     async def ping(self) -> None:
         """Raise unless the server answers a ping now (``/readyz``)."""
         session = self._session

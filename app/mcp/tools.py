@@ -4,11 +4,13 @@
 live, the tools its MCP servers list now (filtered by ``[agents.NAME.mcp.SERVER]``). A name of an
 agent's MCP server (``SERVER__...``) that the server does not offer now (it left the list, is
 excluded, or the server is down) still resolves, to a tool whose call says so: such a call is never
-mistaken for one the frontend runs.
+mistaken for one the frontend runs. Before a run offers them, ``ready`` waits for servers still
+connecting (at start, or after a session was lost): a run never silently goes without a server's tools.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -28,7 +30,7 @@ from chatgate.mcp.naming import (
     wants_approval,
 )
 from chatgate.mcp.results import outcome_of
-from chatgate.run import Tool, ToolOutcome
+from chatgate.run import LiveTools, Tool, ToolOutcome, ToolsUnavailable
 from chatgate.run_input import ToolDefinition
 from chatgate.telemetry import MCPMetrics
 
@@ -107,7 +109,7 @@ def _unoffered(name: str, connection: MCPConnection, choice: AgentMCPConfig) -> 
     return MCPTool(name, tool, "", {}, connection, wants_approval(tool, choice), offered=False)
 
 
-class AgentTools(Mapping[str, Tool]):
+class AgentTools(LiveTools):
     """An agent's tools by offered name: fixed Python server tools, then its MCP servers' current tools."""
 
     def __init__(
@@ -120,6 +122,29 @@ class AgentTools(Mapping[str, Tool]):
         self._mcp = mcp
         self._metrics = metrics
         self._cache: tuple[tuple[int, ...], dict[str, Tool]] | None = None
+
+    async def ready(self) -> None:
+        """Wait for servers still connecting, each up to its ``connect_wait_seconds``.
+
+        One that is still not connected ends the run (``ToolsUnavailable``, code ``mcp_unavailable``)
+        unless the operator marked it ``optional``: then the run goes on with what it last listed.
+        """
+        waiting = [connection for connection, _ in self._mcp.values() if not connection.connected]
+        if not waiting:
+            return
+        connected = await asyncio.gather(*(connection.wait_connected() for connection in waiting))
+        down = [connection for connection, up in zip(waiting, connected, strict=True) if not up]
+        for connection in down:
+            wait = connection.config.connect_wait_seconds
+            kind = "optional, the run goes on without it" if connection.config.optional else "the run ends"
+            logger.warning("mcp server %r: not connected after %gs; %s", connection.name, wait, kind)
+        required = [connection.name for connection in down if not connection.config.optional]
+        if required:
+            names = ", ".join(repr(name) for name in required)
+            servers = "MCP server" if len(required) == 1 else "MCP servers"
+            raise ToolsUnavailable(
+                f"The tools of the {servers} {names} are not available now; try again shortly.", "mcp_unavailable"
+            )
 
     def _current(self) -> dict[str, Tool]:
         """Every offered tool, rebuilt only when a server's list changed."""

@@ -10,16 +10,18 @@ from chatgate.run.agents import Agent, AgentRegistry, prompt_template
 from chatgate.run.assembly import MessageAssembler
 from chatgate.run.prompts import PromptTemplate
 from chatgate.run.runner import run_agent, tool_message
-from chatgate.run.tools import Tool, ToolOutcome, ToolSource
+from chatgate.run.tools import LiveTools, Tool, ToolOutcome, ToolSource, ToolsUnavailable
 
 __all__ = [
     "Agent",
     "AgentRegistry",
+    "LiveTools",
     "MessageAssembler",
     "PromptTemplate",
     "Tool",
     "ToolOutcome",
     "ToolSource",
+    "ToolsUnavailable",
     "prompt_template",
     "run_agent",
     "tool_message",

@@ -66,6 +66,7 @@ from chatgate.run.agents import Agent
 from chatgate.run.assembly import MessageAssembler
 from chatgate.run.policy import apply_system_prompt_policy
 from chatgate.run.prompts import PromptRenderError, RequestFacts
+from chatgate.run.tools import LiveTools, ToolsUnavailable
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
 from chatgate.summaries import SummaryKeeper, write_summary
 from chatgate.telemetry import Metrics
@@ -188,6 +189,8 @@ async def run_agent(
     streamed = False  # some model call sent something: a break-off then leaves a partial answer
     provider_name, model_name = agent.config.provider_name, agent.config.model_name
     try:
+        if isinstance(agent.server_tools, LiveTools):  # a source still connecting is waited for, never left out
+            await agent.server_tools.ready()
         system_prompt = await _render_prompt(agent, run_input)
         request, stripped = _model_request(agent, run_input, system_prompt)
         guard_settings = agent.config.leak_guard
@@ -391,6 +394,9 @@ async def run_agent(
         yield _failed(trace, tally, exc.public_message, exc.code, interrupted=streamed and exc.kind == "interrupted")
     except RunError as exc:
         yield _failed(trace, tally, str(exc), "run_error")
+    except ToolsUnavailable as exc:
+        logger.warning("agent %r run %r: %s", agent.name, run_input.run_id, exc.public_message)
+        yield _failed(trace, tally, exc.public_message, exc.code)
     except BudgetExceeded as exc:
         logger.info("agent %r run %r: %s", agent.name, run_input.run_id, exc.message)
         yield _failed(trace, tally, exc.message, "budget_exceeded")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, get_type_hints
@@ -25,10 +26,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError
 
 from chatgate.config import AgentConfig
+from chatgate.errors import ChatgateError
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json, utf8_safe
 
-__all__ = ["ServerTool", "Tool", "ToolOutcome", "ToolSource"]
+__all__ = ["LiveTools", "ServerTool", "Tool", "ToolOutcome", "ToolSource", "ToolsUnavailable"]
 
 logger = logging.getLogger("chatgate.tools")
 
@@ -81,6 +83,26 @@ class Tool(Protocol):
     async def call(self, arguments_json: str) -> ToolOutcome:
         """Run the tool with the model's arguments."""
         ...
+
+
+class ToolsUnavailable(ChatgateError):
+    """Tools an agent must offer cannot be had now: the run ends with ``code`` before any model call.
+
+    ``public_message`` is safe for the client; which source failed, and why, is logged where it is raised.
+    """
+
+    def __init__(self, public_message: str, code: str) -> None:
+        super().__init__(public_message)
+        self.public_message = public_message
+        self.code = code
+
+
+class LiveTools(Mapping[str, Tool]):
+    """An agent's tools whose sources come and go (MCP servers): a run awaits ``ready`` before offering them."""
+
+    @abstractmethod
+    async def ready(self) -> None:
+        """Return once the tools the agent must offer are listed; raise ``ToolsUnavailable`` if they cannot be."""
 
 
 class ToolSource(Protocol):

@@ -14,6 +14,7 @@ from chatgate.mcp.connection import MCPConnection
 from chatgate.mcp.naming import clean_description, name_problem
 from chatgate.mcp.results import outcome_of
 from chatgate.mcp.tools import AgentTools
+from chatgate.run import ToolsUnavailable
 from chatgate.serve.cli import main
 from tests.mcp.real_servers import time_stdio
 
@@ -39,6 +40,8 @@ AGENT = '[agents.bot]\nmodel = "builtin:echo"\n'
         ('[mcp_servers.a]\nurl = "ftp://h/mcp"\n', "mcp_servers.a.url"),
         ("[mcp_servers.a]\ncommand = []\n", "mcp_servers.a.command"),
         ('[mcp_servers.a]\nurl = "http://h/mcp"\ntimeout_seconds = 0\n', "mcp_servers.a.timeout_seconds"),
+        ('[mcp_servers.a]\nurl = "http://h/mcp"\nconnect_wait_seconds = -1\n', "mcp_servers.a.connect_wait_seconds"),
+        ('[mcp_servers.a]\nurl = "http://h/mcp"\noptional = "yes"\n', "mcp_servers.a.optional"),
         ('[mcp_servers.a__b]\nurl = "http://h/mcp"\n', "MCP server names"),
         ('[mcp_servers.a_]\nurl = "http://h/mcp"\n', "MCP server names"),
         ("[agents.bot.mcp.nowhere]\n", "agents.bot.mcp.nowhere: no [mcp_servers.nowhere] table"),
@@ -130,3 +133,16 @@ async def test_an_agents_tools_follow_the_servers_list_and_a_gone_tool_is_never_
     outcome = await asyncio.wait_for(gone.call("{}"), 5)
     assert outcome.is_error and "not offered" in outcome.content
     assert "files__delete" in tools and "other__delete" not in tools
+
+
+async def test_ready_ends_a_run_only_for_a_required_server_that_is_not_connected() -> None:
+    closed = "http://127.0.0.1:9/mcp"  # never started here: neither server connects
+    files = MCPConnection("files", MCPServerConfig(url=closed, connect_wait_seconds=0))
+    spare = MCPConnection("spare", MCPServerConfig(url=closed, connect_wait_seconds=0, optional=True))
+    choice = AgentMCPConfig()
+    with pytest.raises(ToolsUnavailable) as refused:
+        await AgentTools({}, {"files": (files, choice), "spare": (spare, choice)}).ready()
+    assert refused.value.code == "mcp_unavailable"
+    message = "The tools of the MCP server 'files' are not available now; try again shortly."
+    assert refused.value.public_message == message
+    await AgentTools({}, {"spare": (spare, choice)}).ready()  # optional alone: the run goes on without it
