@@ -114,7 +114,7 @@ def main() -> None:
     args = parser.parse_args()
     times: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
     tokens: dict[str, set[int]] = {way: set() for way in WAYS}
-    with tempfile.TemporaryDirectory() as tmp, running_llama_server(threads=1) as llama:
+    with tempfile.TemporaryDirectory() as tmp, running_llama_server() as llama:
         config_path = Path(tmp) / "chatgate.toml"
         config_path.write_text(config(llama.url, args.max_tokens))
         chatgate = ServerProcess("chatgate", str(config_path))

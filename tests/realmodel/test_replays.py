@@ -6,10 +6,11 @@ approval response; AG-UI: the same ``resume``) reaches no model (llama-server lo
 no tool, stores nothing. The next user turn then goes to a server rendering Gemma 3's strict template,
 which refuses two assistant messages in a row, and is answered.
 
-Two instances of the one agent share the store and the approval secret, as replicas do. The base model
-calls the tool again after every result when it may (``tool_choice: auto``), so the instance that
-takes the approval says ``tool_choice: none``: the model then answers in words (it writes the text it
-would have called with, which is what a 270M base model has to say).
+Two instances of the one agent share the store and the approval secret, as replicas do. The one that
+asks says ``tool_choice: required`` on the ``calling`` server (the call comes on any CPU:
+tests/realmodel/conftest.py). The base model calls the tool again after every result when it may, so
+the instance that takes the approval says ``tool_choice: none``: the model then answers in words (it
+writes the text it would have called with, which is what a 270M base model has to say).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import httpx
 import pytest
 
 from tests.realmodel import tools
-from tests.realmodel.conftest import NO_THINKING, llama_config
+from tests.realmodel.conftest import NO_THINKING, forced_call, llama_config
 from tests.realmodel.llama import LlamaServer
 from tests.threads.replay_flows import Stack, answer_text, events_of
 
@@ -40,7 +41,7 @@ def _instances(serve: Any, llama: LlamaServer, store_url: str) -> tuple[str, str
     """One that lets the model call (24 tokens: one whole call), one that takes the approval."""
     store = {"url": store_url}
     common: dict[str, Any] = {"store": store, "server": SERVER, "conversations": "server", "tools": GATED}
-    asks = serve(llama_config(llama, "openai", max_tokens=24, **common))
+    asks = serve(llama_config(llama, "openai", max_tokens=24, extra=forced_call("openai"), **common))
     answers = serve(llama_config(llama, "openai", max_tokens=8, extra={**NO_THINKING, "tool_choice": "none"}, **common))
     return asks, answers
 
@@ -84,8 +85,9 @@ def _ag_ui_approval(url: str, thread: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("protocol", ["chat", "ag-ui"])
 def test_an_approval_sent_again_reaches_no_model_and_the_next_turn_is_answered_on_gemma(
-    serve: Any, llama: LlamaServer, gemma: LlamaServer, protocol: str, tmp_path: Path
+    serve: Any, calling: LlamaServer, gemma: LlamaServer, protocol: str, tmp_path: Path
 ) -> None:
+    llama = calling
     tools.RUNS.clear()
     store_url = f"sqlite:///{tmp_path / 'threads.db'}"
     asks, answers = _instances(serve, llama, store_url)

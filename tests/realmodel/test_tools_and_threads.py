@@ -1,7 +1,8 @@
 """Real tool calls, reasoning and a stored thread from a real model server, in both protocols.
 
 The prompt template llama.cpp renders for the model has a tool-call format llama.cpp parses, and
-``tool_choice: required`` has it constrain the small base model to a call; ``enable_thinking`` opens a
+``tool_choice: required`` has it constrain the small base model to a call (on the ``calling`` server,
+which makes the model take the call on any CPU: tests/realmodel/conftest.py); ``enable_thinking`` opens a
 ``<think>`` block that ``thinking_budget_tokens`` closes, which ``--reasoning-format deepseek`` streams
 as reasoning. The server tool counts its runs (tests/realmodel/tools.py).
 """
@@ -16,7 +17,7 @@ import pytest
 from chatgate.run.runner import CUT_OFF
 from tests.providers.test_ui_clients import Serve, ag_ui, use_chat
 from tests.realmodel import tools
-from tests.realmodel.conftest import llama_config
+from tests.realmodel.conftest import forced_call, llama_config
 from tests.realmodel.llama import LlamaServer
 
 pytestmark = pytest.mark.realmodel
@@ -31,12 +32,6 @@ FRONTEND = {
     "description": "The time now in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
-
-
-def forced(wire: str) -> dict[str, Any]:
-    """Request fields that make the model call a tool (each wire kind says it its own way)."""
-    choice: Any = "required" if wire == "openai" else {"type": "any"}
-    return {"chat_template_kwargs": {"enable_thinking": False}, "tool_choice": choice}
 
 
 def _types(result: dict[str, Any]) -> list[str]:
@@ -55,9 +50,9 @@ def _outcomes(result: dict[str, Any]) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_real_server_tool_calls_run_and_their_results_stream(serve: Serve, llama: LlamaServer, wire: str) -> None:
+def test_real_server_tool_calls_run_and_their_results_stream(serve: Serve, calling: LlamaServer, wire: str) -> None:
     tools.RUNS.clear()
-    url = serve(llama_config(llama, wire, max_tokens=80, extra=forced(wire), tools=WEATHER, max_steps=1))
+    url = serve(llama_config(calling, wire, max_tokens=80, extra=forced_call(wire), tools=WEATHER, max_steps=1))
     outcomes = _outcomes(ag_ui(url, USER))
     assert outcomes and all(len(results) == 1 for results in outcomes.values())  # every call gets one
     ran = [results[0] for results in outcomes.values() if results[0].startswith("Sunny in ")]
@@ -66,11 +61,11 @@ def test_real_server_tool_calls_run_and_their_results_stream(serve: Serve, llama
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_max_tokens_after_a_real_call_runs_it_and_ends_the_call_cut_off_as_an_error(
-    serve: Serve, llama: LlamaServer, wire: str
+    serve: Serve, calling: LlamaServer, wire: str
 ) -> None:
     """The issue's case: the model completes a call, starts another, and max_tokens stops it (length)."""
     tools.RUNS.clear()
-    url = serve(llama_config(llama, wire, max_tokens=40, extra=forced(wire), tools=WEATHER))
+    url = serve(llama_config(calling, wire, max_tokens=40, extra=forced_call(wire), tools=WEATHER))
     agui = ag_ui(url, USER)
     assert list(_outcomes(agui).values()) == [["Sunny in Paris."], [CUT_OFF]]
     assert _types(agui)[-1] == "RUN_FINISHED"
@@ -87,19 +82,19 @@ def test_max_tokens_after_a_real_call_runs_it_and_ends_the_call_cut_off_as_an_er
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_a_real_frontend_call_is_left_to_the_client(serve: Serve, llama: LlamaServer, wire: str) -> None:
-    result = ag_ui(serve(llama_config(llama, wire, max_tokens=64, extra=forced(wire))), USER, tools=[FRONTEND])
+def test_a_real_frontend_call_is_left_to_the_client(serve: Serve, calling: LlamaServer, wire: str) -> None:
+    result = ag_ui(serve(llama_config(calling, wire, max_tokens=64, extra=forced_call(wire))), USER, tools=[FRONTEND])
     types = _types(result)
     assert "TOOL_CALL_START" in types and "TOOL_CALL_END" in types and "TOOL_CALL_RESULT" not in types
     assert types[-1] == "RUN_FINISHED"
 
 
 @pytest.mark.parametrize("version", [6, 7])
-def test_a_real_approval_gated_call_waits_for_its_approval(serve: Serve, llama: LlamaServer, version: int) -> None:
+def test_a_real_approval_gated_call_waits_for_its_approval(serve: Serve, calling: LlamaServer, version: int) -> None:
     tools.RUNS.clear()
     gated = {"get_weather": {**WEATHER["get_weather"], "requires_approval": True}}
     config = llama_config(
-        llama, "openai", max_tokens=64, extra=forced("openai"), tools=gated, vercel_ai_version=f"v{version}"
+        calling, "openai", max_tokens=64, extra=forced_call("openai"), tools=gated, vercel_ai_version=f"v{version}"
     )
     result = use_chat(serve(config), version, UI_USER)
     types = [c["type"] for c in result["chunks"]]
