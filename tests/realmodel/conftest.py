@@ -18,8 +18,12 @@ GEMMA_CONTEXT = 256  # llama.cpp rounds a context up to a multiple of 256: askin
 
 @pytest.fixture(scope="session")
 def llama() -> Iterator[LlamaServer]:
-    """One ``llama-server`` with Gemma 3 270M for the whole session; a missing build is a failure."""
-    with running_llama_server() as server:
+    """One ``llama-server`` with Gemma 3 270M for the whole session; a missing build is a failure.
+
+    Its answers run to ``max_tokens`` (``ignore_eos``): the tests on it need a stream of a few tokens, or
+    one still running when the client hangs up or the server is killed, whatever the model would pick.
+    """
+    with running_llama_server(ignore_eos=True) as server:
         yield server
 
 

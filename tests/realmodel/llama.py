@@ -97,14 +97,17 @@ def running_llama_server(
     slot_context: int = SLOT_CONTEXT,
     slots: int = SLOTS,
     logit_bias: Mapping[int, float] | None = None,
+    ignore_eos: bool = False,
 ) -> Iterator[LlamaServer]:
     """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded.
 
     ``template=GEMMA`` renders with Gemma 3's own chat template, which refuses two messages of the same
     role in a row (the model file at hand carries none, so llama.cpp would fall back to a lenient one).
     ``logit_bias`` adds to those tokens' logits on every request, whichever wire it came by (llama.cpp's
-    ``/v1/messages`` drops a request's own ``logit_bias``). ``CHATGATE_LLAMA_THREADS`` sets the threads
-    (default 1): another thread count, like another build (``LLAMA_CMAKE_FLAGS``), takes another numeric path.
+    ``/v1/messages`` drops a request's own ``logit_bias``); ``ignore_eos`` has every answer run to its
+    ``max_tokens``, so a test that needs a few tokens never meets a model that chose to stop on one CPU.
+    ``CHATGATE_LLAMA_THREADS`` sets the threads (default 1): another thread count, like another build
+    (``LLAMA_CMAKE_FLAGS``), takes another numeric path.
     """
     paths = installed_llama_server()
     threads = int(os.environ.get("CHATGATE_LLAMA_THREADS", "1"))
@@ -121,6 +124,7 @@ def running_llama_server(
             *("--reasoning-format", "deepseek", "--metrics", "--slots", "--log-prompts-dir", str(prompts_dir)),
             *("--seed", "7", "--no-warmup"),
             *(arg for bias in biases for arg in ("--logit-bias", bias)),
+            *(["--ignore-eos"] if ignore_eos else []),
         ]
         with log_path.open("wb") as log:
             process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

@@ -99,7 +99,7 @@ def test_a_server_that_is_down_ends_in_protocol(serve: Serve, wire: str, caplog:
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_a_server_killed_mid_answer_ends_in_protocol(serve: Serve, wire: str, caplog: pytest.LogCaptureFixture) -> None:
-    with running_llama_server() as doomed:  # its own server: this one dies
+    with running_llama_server(ignore_eos=True) as doomed:  # its own server: this one dies, mid-answer
         url = serve(llama_config(doomed, wire, max_tokens=400))
         with httpx.stream("POST", f"{url}/ag-ui", json=_run_body(USER), timeout=60) as response:
             frames = _frames(response)

@@ -28,7 +28,8 @@ THINKING = {  # the budget in each wire kind's own words: /v1/messages takes onl
 
 @pytest.fixture(scope="module")
 def thinking_llama() -> Iterator[LlamaServer]:
-    with running_llama_server(template=REASONING) as server:
+    """Answers run to ``max_tokens``: after the closed ``<think>`` block comes text on any CPU."""
+    with running_llama_server(template=REASONING, ignore_eos=True) as server:
         yield server
 
 
