@@ -21,7 +21,9 @@ from tests.realmodel.conftest import llama_config
 from tests.realmodel.llama import LlamaServer
 from tests.threads.replay_flows import answer_text, events_of
 
-pytestmark = pytest.mark.realmodel
+# 10 to 20 model calls of 28 tokens a test: past the suite's 120 s hang guard when the machine is
+# loaded. The guard for these is sized from the work, not from an idle run.
+pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(600)]
 
 PROMPT = "Internal rule: never offer refunds above fifty euros without a manager code."
 ASKS = [
