@@ -20,8 +20,8 @@ ChatgateError
 ├── KeysUnavailable       identity/: the issuer's signing keys cannot be fetched
 ├── MCPUnavailable        mcp/: an MCP server cannot be reached now
 ├── ToolsUnavailable      run/tools.py: tools an agent must offer cannot be had now (an MCP server down)
-├── RunError              run/runner.py: a run cannot go on; the message is safe for the client
-└── ServerStopping        run/runner.py: the server is shutting down; the run ends in protocol
+├── RunError              run/endings.py: a run cannot go on; the message is safe for the client
+└── ServerStopping        run/endings.py: the server is shutting down; the run ends in protocol
 """
 
 from __future__ import annotations

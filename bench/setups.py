@@ -51,7 +51,8 @@ from stream_cpu import ACCESS_HEADERS, ACCESS_KEY, ORIGIN
 
 sys.path.insert(0, str(ROOT))  # tests/servers.py: the real Redis and PostgreSQL the tests use
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
-from tests.servers import _free_port, _stop, _wait_for_port, running_postgres, running_redis
+from tests.processes import stop_process
+from tests.servers import _free_port, _wait_for_port, running_postgres, running_redis
 
 # Far above what the benchmark reaches (concurrency 10): they are checked on every request, never hit.
 KEY_RPM = 1_000_000
@@ -168,7 +169,7 @@ class Services:
         if self._otlp_sink is None:
             port = _free_port()
             sink = subprocess.Popen([sys.executable, str(Path(__file__).parent / "otlp_sink.py"), str(port)])
-            self._stack.callback(_stop, sink)
+            self._stack.callback(stop_process, sink)
             _wait_for_port(port, sink, "otlp_sink.py")
             self._otlp_sink = f"http://127.0.0.1:{port}"
         return self._otlp_sink

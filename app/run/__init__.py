@@ -1,9 +1,12 @@
 """One run: configured agents, their prompt, policy and tools, and the model steps that answer a turn.
 
-``agents.py`` (agents bound to providers, tools and prompt), ``runner.py`` (prompt, policy, model steps
-with server tools, exactly one terminal event), ``prompts.py`` (system-prompt templates), ``policy.py``
-(``manage_system_prompt``), ``tools.py`` (server tools), ``assembly.py`` (a model call's events folded back
-into an assistant message) and ``operator_code.py`` (where operator code imports from).
+``agents.py`` (agents bound to providers, tools and prompt), ``runner.py`` (``run_agent``: the story of
+a run, reading each model call's stream), ``model_request.py`` (prompt, policy, instructions, offered
+tools; the run's leak guard), ``model_view.py`` (what each model call sees: context budget, summary,
+retry on a shorter view), ``model_call.py`` (what is opened and ended once per model call),
+``dispatch.py`` (tool calls between steps, approvals), ``endings.py`` (the one terminal event),
+``prompts.py`` (system-prompt templates), ``policy.py`` (``manage_system_prompt``), ``tools.py`` (server
+tools) and ``assembly.py`` (a model call's events folded back into an assistant message).
 """
 
 from chatgate.run.agents import Agent, AgentRegistry, prompt_template

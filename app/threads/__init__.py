@@ -1,6 +1,7 @@
 """Server-held threads: the ``thread`` stage between decode and run, and runs detached from their request.
 
-``plan.py`` (reconciling what a client sent with the stored thread), ``stage.py`` (load, reconcile, commit
+``plan.py`` (reconciling what a client sent with the stored thread), ``inputs.py`` (the request forked
+once by the plan: the model's input and agent, the protocol's), ``stage.py`` (load, reconcile, commit
 the user turn, start the run), ``run.py`` (a run that outlives its request, writing a run log, stoppable,
 checkpointed), ``follow.py`` (following a run's log: replay, then live) and ``stop.py`` (stopping a
 running run on any replica, and waiting for its end before a delete), ``journal.py`` (a run's neutral

@@ -23,30 +23,29 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
 
-from chatgate.approvals import StoreApprovalLedger, approval_scope
 from chatgate.caller import Caller
 from chatgate.config import Config
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
-from chatgate.history import Message, SystemMessage, ToolCallPart
+from chatgate.history import ToolCallPart
 from chatgate.ids import MAX_ID_LENGTH, new_id
 from chatgate.protocol import UIProtocol
-from chatgate.run import Agent, PromptTemplate, prompt_template, run_agent
+from chatgate.run import Agent, run_agent
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.runlog import RunLog, RunWriter
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
 from chatgate.summaries import SummaryKeeper
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
-from chatgate.threads.plan import ThreadPlan, nothing_to_answer, plan_turn
+from chatgate.threads.inputs import turn_inputs
+from chatgate.threads.plan import nothing_to_answer, plan_turn
 from chatgate.threads.recovery import RunRecovery
 from chatgate.threads.run import ThreadRun, TurnRecorder
 from chatgate.tracing import RunTrace
 from chatgate.usage import RunAccount
 
-__all__ = ["MAX_THREAD_ID", "ThreadServices", "ThreadTurn", "open_thread_turn", "thread_agent"]
+__all__ = ["MAX_THREAD_ID", "ThreadServices", "ThreadTurn", "open_thread_turn"]
 
 logger = logging.getLogger("chatgate.thread_stage")
 
@@ -105,12 +104,7 @@ async def open_thread_turn(
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
     store, run_log, metrics, recovery = services.store, services.run_log, services.metrics, services.recovery
     base_dir, finish_on_disconnect = config.base_dir, config.store.finish_on_disconnect
-    if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
-        raise RequestError(
-            422,
-            "invalid_thread_id",
-            f"a stored conversation needs a thread id (useChat id, threadId) of 1-{MAX_THREAD_ID} characters",
-        )
+    thread_id = _thread_id(run_input)
     run_key = new_id("run")  # the store's own id for this run; a client's runId is never trusted there
     log_id = run_log_id(run_key, protocol.name)
     approves = partial(_approves, agent)
@@ -118,10 +112,7 @@ async def open_thread_turn(
     taken = False
     try:
         for attempt in range(_ATTEMPTS):
-            known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
-            if known is not None and known.active_run is not None and recovery is not None:  # noqa: SIM102
-                if await recovery.recover(known):  # its producer died: its turn is saved, the thread is free
-                    known = await store.get_thread(caller.owner, agent.name, run_input.thread_id)
+            known = await _read_thread(store, caller, agent, thread_id, recovery)
             stored: list[StoredMessage] = await store.messages(known) if known is not None else []
             summary = await store.context_summary(known) if known is not None and agent.summary_model else None
             running = known is not None and known.active_run is not None
@@ -141,27 +132,24 @@ async def open_thread_turn(
                 plan = plan_turn(
                     stored, run_input, protocol=protocol.threads, server_tools=agent.server_tools, approves=approves
                 )
+            if running and attempt > 0 and plan.action == "run":
+                raise ThreadBusy()  # a live run holds the thread and this request adds something new
+            # Everything that can refuse the request (here a prompt gone from the config) precedes the take.
+            inputs = turn_inputs(run_input, plan, agent, known, protocol=protocol.threads, base_dir=base_dir)
             if plan.action in ("hydrate", "refuse"):
                 # Only if no run took the thread since it was read (its messages may be newer): else read again.
                 if known is not None and attempt < _ATTEMPTS - 1 and not await _unchanged(store, caller, agent, known):
                     continue
                 if plan.action == "refuse":
                     raise nothing_to_answer()
-                hydrate = replace(run_input, snapshot=plan.history)
-                return ThreadTurn(protocol.encode(hydrate, agent.config, _finished()))
-            if running and attempt > 0:
-                raise ThreadBusy()  # a live run holds the thread and this request adds something new
-            # Everything that can refuse the request happens before the thread is taken.
-            system = known.system if known is not None else SystemState()
-            model_agent = thread_agent(agent, system, base_dir)
-            client_system = _client_system(agent, system, run_input.messages)
+                return ThreadTurn(protocol.encode(inputs.hydrate, agent.config, _finished()))
             if writer is None:
                 writer = await _open_log(run_log, log_id)  # before the take: whoever sees the run can follow it
             try:
                 thread = await store.begin_run(
                     caller.owner,
                     agent.name,
-                    run_input.thread_id,
+                    thread_id,
                     run_key,
                     revision=known.revision if known is not None else 0,
                     append=plan.append,
@@ -181,30 +169,16 @@ async def open_thread_turn(
         if writer is not None and not taken:
             await _discard_log(writer)
     assert writer is not None  # the thread was taken, so the log was opened
-    if trace is not None and system.kind != "agent":
-        trace.thread_prompt(system.value if system.kind == "prompt" else None, model_agent.prompt)
-    model_input = replace(run_input, messages=(*client_system, *plan.history), approvals=plan.approvals)
+    if trace is not None:
+        _trace_prompt(trace, known, inputs.agent)
     recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
-    # A thread's approvals are claimed in the store, beside its history, on every replica alike.
-    # Its approvals are this owner's on this thread: signed so, and claimed in this thread's rows.
-    model_agent = replace(
-        model_agent,
-        approval_ledger=StoreApprovalLedger(store, thread),
-        approval_scope=approval_scope(agent.name, caller.owner, thread.key),
-    )
-    encode_input = replace(
-        run_input,
-        parent_run_id=_parent_run(run_input, plan, known, protocol),
-        continue_message_id=plan.message_id,
-        snapshot=plan.history if plan.behind and protocol.threads.snapshot_when_behind else None,
-    )
     run = ThreadRun(
         store,
         thread,
         run_key,
         run_agent(
-            model_agent,
-            model_input,
+            inputs.on_thread(store, thread, caller.owner),
+            inputs.model,
             stopping=services.stopping,
             metrics=metrics,
             account=account,
@@ -213,7 +187,7 @@ async def open_thread_turn(
         ),
         recorder,
         writer,
-        encode=partial(protocol.encode, encode_input, agent.config),
+        encode=partial(protocol.encode, inputs.encode, agent.config),
         interrupted=partial(protocol.interrupted, agent.config),
         finish_on_disconnect=finish_on_disconnect,
         trace=trace,
@@ -222,6 +196,28 @@ async def open_thread_turn(
     services.runs.add(run)
     run.task.add_done_callback(lambda _: services.runs.discard(run))
     return ThreadTurn(run.follow(run_log.follow(log_id)), run.task)
+
+
+def _thread_id(run_input: RunInput) -> str:
+    """The request's thread id, or 422 ``invalid_thread_id``."""
+    if not run_input.thread_id or len(run_input.thread_id) > MAX_THREAD_ID:
+        raise RequestError(
+            422,
+            "invalid_thread_id",
+            f"a stored conversation needs a thread id (useChat id, threadId) of 1-{MAX_THREAD_ID} characters",
+        )
+    return run_input.thread_id
+
+
+async def _read_thread(
+    store: ThreadStore, caller: Caller, agent: Agent, thread_id: str, recovery: RunRecovery | None
+) -> ThreadInfo | None:
+    """The caller's thread, if any; one held by a run whose producer died is recovered first (and read again)."""
+    known = await store.get_thread(caller.owner, agent.name, thread_id)
+    if known is not None and known.active_run is not None and recovery is not None:  # noqa: SIM102
+        if await recovery.recover(known):  # its producer died: its turn is saved, the thread is free
+            known = await store.get_thread(caller.owner, agent.name, thread_id)
+    return known
 
 
 async def _follow(
@@ -250,13 +246,6 @@ def _client_run(run_input: RunInput, protocol: UIProtocol) -> str | None:
     return run_id if protocol.threads.names_runs and 0 < len(run_id) <= MAX_ID_LENGTH else None
 
 
-def _parent_run(run_input: RunInput, plan: ThreadPlan, known: ThreadInfo | None, protocol: UIProtocol) -> str | None:
-    """The run this one follows: the client's ``parentRunId`` if sent, else the last run it answers or regenerates."""
-    if run_input.parent_run_id or not protocol.threads.names_runs or not plan.follows_last_run or known is None:
-        return run_input.parent_run_id
-    return known.last_client_run
-
-
 async def _unchanged(store: ThreadStore, caller: Caller, agent: Agent, known: ThreadInfo) -> bool:
     """Whether the thread is still at the revision read (its messages were read at that revision)."""
     current = await store.get_thread(caller.owner, agent.name, known.id)
@@ -282,30 +271,11 @@ def _approves(agent: Agent, approval: ApprovalResponse, call: ToolCallPart) -> b
     return agent.approvals.verify(approval.approval_id, agent.name, call.tool_call_id, call.name, call.arguments)
 
 
-def thread_agent(agent: Agent, system: SystemState, base_dir: Path) -> Agent:
-    """``agent`` answering under the thread's system message (the agent's own, a named prompt or text)."""
-    if system.kind == "agent":
-        return agent
-    if system.kind == "prompt":
-        source = agent.config.prompts.get(system.value or "")
-        if source is None:
-            raise RequestError(409, "unknown_prompt", f"the thread's prompt {system.value!r} is no longer configured")
-        template = prompt_template(agent.config.model_copy(update={"system_prompt": source}), base_dir)
-    else:
-        template = PromptTemplate(system.value or "")
-    # Under "client" policy the thread's own message stands in for a client system message.
-    config = agent.config.model_copy(update={"system_prompt_fallback": True})
-    return replace(agent, prompt=template, config=config)
-
-
-def _client_system(agent: Agent, system: SystemState, messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    """A client system message reaches the model only under ``client`` policy on a thread with none of its own.
-
-    It is never stored.
-    """
-    if agent.config.manage_system_prompt != "client" or system.kind != "agent":
-        return ()
-    return tuple(message for message in messages if isinstance(message, SystemMessage))
+def _trace_prompt(trace: RunTrace, known: ThreadInfo | None, agent: Agent) -> None:
+    """The thread's own system message on the run's span: a named prompt (its name) or text."""
+    system = known.system if known is not None else SystemState()
+    if system.kind != "agent":
+        trace.thread_prompt(system.value if system.kind == "prompt" else None, agent.prompt)
 
 
 async def _finished() -> AsyncIterator[RunEvent]:
