@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
         "adapters",
     },
     {"ids", "config", "run_input", "strict_json", "runlog", "telemetry", "drain"},
-    {"store", "files", "protocol", "capabilities", "context", "identity", "adapters.base"},
+    {"store", "files", "protocol", "context", "identity", "adapters.base"},
     {"approvals", "providers", "usage", "files_store"},
     {"leak_guard", "tracing", "summaries", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},

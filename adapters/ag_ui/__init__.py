@@ -16,11 +16,10 @@ from chatgate.adapters.ag_ui.decode import decode_request
 from chatgate.adapters.ag_ui.encode import encode_run
 from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.adapters.base import sse_frame
-from chatgate.capabilities import AgentFacts
 from chatgate.config import AgentConfig
 from chatgate.events import RunEvent
 from chatgate.history import Message
-from chatgate.protocol import ThreadCapabilities
+from chatgate.protocol import AgentFacts, ThreadCapabilities
 from chatgate.run_input import RunInput
 
 __all__ = ["AgUiProtocol", "protocol"]

@@ -15,10 +15,10 @@ Threads are the caller's own (``Caller.owner``): another owner's thread is a 404
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from starlette.requests import Request
@@ -27,11 +27,10 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.access import read_body, resolve_agent
 from chatgate.caller import Caller, caller_of
-from chatgate.config import AgentConfig
 from chatgate.errors import RequestError
 from chatgate.history import Message
 from chatgate.ids import ClientId, StorableText, check_thread_id
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import RendersMessages, UIProtocol
 from chatgate.run import Agent
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 from chatgate.threads import stop_and_wait
@@ -64,7 +63,7 @@ _BODY: TypeAdapter[SystemMessageBody] = TypeAdapter(SystemMessageBody)
 
 def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     """The thread routes; ``GET .../messages`` speaks the installed protocol that ``serves_messages``."""
-    render = ui_messages_of(protocols)
+    messages_protocol = ui_messages_of(protocols)
     names = [protocol.name for protocol in protocols]
 
     async def list_threads(request: Request) -> Response:
@@ -82,11 +81,11 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def get_messages(request: Request) -> Response:
         agent, store, caller = thread_context(request)
         thread = await caller_thread(store, agent, caller, path_thread_id(request))
-        if render is None:
+        if messages_protocol is None:
             raise RequestError(404, "not_found", "the vercel-ai protocol is not installed")
         stored = await store.messages(thread)
         history = [(_with_id(m.message, m.public_id), m.status) for m in stored]
-        return JSONResponse({"messages": render(history, agent.config)})
+        return JSONResponse({"messages": messages_protocol.ui_messages(history, agent.config)})
 
     async def delete_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
@@ -190,15 +189,11 @@ async def _body(request: Request) -> SystemMessageBody:
         raise RequestError(422, "invalid_request", f"the request is invalid: {problems}", details) from None
 
 
-_Render = Callable[[Sequence[tuple[Message, str]], AgentConfig], list[dict[str, Any]]]
-
-
-def ui_messages_of(protocols: Sequence[UIProtocol]) -> _Render | None:
-    """The ``ui_messages`` of the installed protocol that serves stored messages (the core never imports adapters)."""
+def ui_messages_of(protocols: Sequence[UIProtocol]) -> RendersMessages | None:
+    """The installed protocol that serves stored messages (the core never imports adapters)."""
     for protocol in protocols:
-        render = getattr(protocol, "ui_messages", None)
-        if protocol.threads.serves_messages and render is not None:
-            return cast(_Render, render)
+        if protocol.threads.serves_messages and isinstance(protocol, RendersMessages):
+            return protocol
     return None
 
 
