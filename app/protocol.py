@@ -94,6 +94,13 @@ class UIProtocol(Protocol):
     threads: ThreadCapabilities
     """How its client holds a stored thread."""
 
+    def version(self, agent: AgentConfig) -> str | None:
+        """The protocol version ``agent``'s streams speak, when its config chooses one, or None.
+
+        useChat's is the agent's ``vercel_ai_version``; traces carry it as ``chatgate.protocol.version``.
+        """
+        ...
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a request body; raise ``RequestError`` naming what is wrong."""
         ...

@@ -44,6 +44,10 @@ class AgUiProtocol:
         """The agent as an AG-UI ``AgentCapabilities`` (``GET .../ag-ui/capabilities``)."""
         return agent_capabilities(facts)
 
+    def version(self, agent: AgentConfig) -> None:
+        """None: every agent speaks AG-UI 1.0 (a client may declare its own ``protocolVersion``)."""
+        return None
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``RunAgentInput`` body; 400 when it is not JSON, 422 naming each wrong field."""
         return decode_request(body)

@@ -246,7 +246,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         caller = caller_of(request)
         agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
-        trace = trace_chat(request, agent, protocol.name, caller)  # None when tracing is off
+        trace = trace_chat(request, agent, protocol, caller)  # None when tracing is off
         _check_content_type(request)
         settings = registry.config.server
         body = await read_body(request, settings)
