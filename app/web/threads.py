@@ -25,22 +25,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import read_body, resolve_agent
-from chatgate.caller import Caller, caller_of
+from chatgate.access import read_body
+from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.history import Message
-from chatgate.ids import ClientId, StorableText, check_thread_id
+from chatgate.ids import ClientId, StorableText
 from chatgate.protocol import RendersMessages, UIProtocol
 from chatgate.run import Agent
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 from chatgate.threads import stop_and_wait
 from chatgate.web.services import running_of, services_of
+from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context, unknown_thread
 
 __all__ = [
     "SystemMessageBody",
-    "caller_thread",
-    "path_thread_id",
-    "thread_context",
     "thread_routes",
     "ui_messages_of",
 ]
@@ -95,7 +93,7 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         run_log, runs = running_of(request).run_log, services_of(request.app).thread_runs
         await stop_and_wait(store, run_log, runs, thread, names)
         if not await store.delete(caller.owner, agent.name, thread_id):
-            raise _unknown_thread(thread_id)
+            raise unknown_thread(thread_id)
         return Response(status_code=204)
 
     async def put_system_message(request: Request) -> Response:
@@ -136,43 +134,11 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     ]
 
 
-def path_thread_id(request: Request) -> str:
-    """The ``{thread_id}`` of a route's path, checked by the one rule for thread ids (app/ids.py); else 422."""
-    return check_thread_id("thread_id", request.path_params["thread_id"])
-
-
 async def _recover_dead_run(request: Request, thread: ThreadInfo | None) -> None:
     """Before a change that needs the thread free: save the turn of its run if that run's producer died."""
     recovery = running_of(request).recovery
     if thread is not None and thread.active_run is not None and recovery is not None:
         await recovery.recover(thread)
-
-
-def thread_context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
-    """The agent of a ``/agents/{agent}/threads`` route, the store and the caller; refusals as 4xx/503."""
-    running = running_of(request)
-    registry = running.agents
-    caller = caller_of(request)
-    name = request.path_params["agent"]
-    agent = resolve_agent(registry, name, caller)
-    if agent.config.conversations != "server":
-        raise RequestError(404, "no_threads", f"agent {name!r} keeps no conversations (conversations = 'client')")
-    store = running.store
-    if store is None:
-        raise RequestError(503, "store_unavailable", "no store is open; restart the server after enabling one")
-    return agent, store, caller
-
-
-async def caller_thread(store: ThreadStore, agent: Agent, caller: Caller, thread_id: str) -> ThreadInfo:
-    """The caller's thread ``thread_id`` of ``agent``; 404 when it has none (another key's is none of its)."""
-    thread = await store.get_thread(caller.owner, agent.name, thread_id)
-    if thread is None:
-        raise _unknown_thread(thread_id)
-    return thread
-
-
-def _unknown_thread(thread_id: str) -> RequestError:
-    return RequestError(404, "unknown_thread", f"no thread {thread_id!r} here")
 
 
 async def _body(request: Request) -> SystemMessageBody:
