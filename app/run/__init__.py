@@ -2,8 +2,8 @@
 
 ``agents.py`` (agents bound to providers, tools and prompt), ``runner.py`` (prompt, policy, model steps
 with server tools, exactly one terminal event), ``prompts.py`` (system-prompt templates), ``policy.py``
-(``manage_system_prompt``), ``tools.py`` (server tools), ``assembly.py`` (a model call's events folded back
-into an assistant message) and ``operator_code.py`` (where operator code imports from).
+(``manage_system_prompt``), ``tools.py`` (server tools) and ``assembly.py`` (a model call's events folded
+back into an assistant message).
 """
 
 from chatgate.run.agents import Agent, AgentRegistry, prompt_template

@@ -18,11 +18,10 @@ from chatgate.approvals import (
     approval_scope,
     new_secret,
 )
-from chatgate.config import AgentConfig, Config, answer_tokens, resolve_provider
+from chatgate.config import AgentConfig, Config, answer_tokens, import_function, make_importable, resolve_provider
 from chatgate.context import ContextBudget, window_probe
 from chatgate.files_store import FileInliner
 from chatgate.leak_guard import prepare_look_alikes
-from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.run.tools import ServerTool, Tool, ToolSource

@@ -30,6 +30,7 @@ from chatgate.access import (
     not_started,
     read_body,
     resolve_agent,
+    served_path,
 )
 from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
@@ -37,7 +38,6 @@ from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
 from chatgate.files import check_files
 from chatgate.files_store import FileInliner, referenced_file, resolve_references
-from chatgate.mounting import served_path
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.run import Agent, run_agent
 from chatgate.run_input import RunInput

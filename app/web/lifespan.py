@@ -26,13 +26,13 @@ from chatgate.files_store import FileStore
 from chatgate.mcp import MCPServers
 from chatgate.protocol import UIProtocol
 from chatgate.providers import upstream_client
-from chatgate.redis_client import connect_redis
 from chatgate.run import AgentRegistry
 from chatgate.runlog import app_run_log
 from chatgate.store import open_store
 from chatgate.threads import RunRecovery, ThreadServices, checkpoint_runs, close_thread_runs, sweep_dead_runs
 from chatgate.usage import PersonBudget, Pricing, UsageAccounts
 from chatgate.web.readiness import add_check
+from chatgate.web.redis_pool import connect_redis
 from chatgate.web.services import Running, Services, services_of
 
 __all__ = ["chatgate_lifespan"]

@@ -73,7 +73,7 @@ class Services:
     telemetry: Telemetry | None
     """The tracer, None when tracing is off (bound at creation: a reload does not change it)."""
     stopping: asyncio.Event
-    """Set once the drain is over (app/drain/): the streams still running then end in protocol."""
+    """Set once the drain is over (app/drain.py): the streams still running then end in protocol."""
     drain: Drain
     thread_runs: set[ThreadRun]
     """The detached runs of stored threads going on in this process."""
