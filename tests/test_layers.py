@@ -17,6 +17,7 @@ ROOT = Path(__file__).parent.parent
 LAYERS: list[set[str]] = [
     {
         "errors",
+        "data_urls",
         "history",
         "events",
         "caller",
@@ -25,8 +26,8 @@ LAYERS: list[set[str]] = [
         "adapters",
     },
     {"ids", "config", "run_input", "strict_json", "telemetry", "drain"},
-    {"store", "files", "protocol", "runlog", "context", "identity", "adapters.base"},
-    {"approvals", "providers", "usage", "files_store"},
+    {"store", "protocol", "runlog", "context", "identity", "adapters.base"},
+    {"approvals", "providers", "usage", "files"},
     {"leak_guard", "tracing", "summaries", "adapters.ag_ui", "adapters.vercel_ai"},
     {"run"},
     {"access", "threads", "scripting", "mcp"},

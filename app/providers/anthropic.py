@@ -27,6 +27,7 @@ import httpx
 
 from chatgate.config import ProviderConfig
 from chatgate.context import HISTORY_START, context_full, is_length_refusal
+from chatgate.data_urls import inline_base64
 from chatgate.errors import ProviderError, ProviderErrorKind
 from chatgate.events import (
     FinishReason,
@@ -44,7 +45,6 @@ from chatgate.events import (
     ToolCallStart,
     Usage,
 )
-from chatgate.files import inline_base64
 from chatgate.history import (
     AssistantMessage,
     AssistantPart,

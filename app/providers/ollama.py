@@ -19,6 +19,7 @@ import httpx
 
 from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
 from chatgate.context import context_full, is_length_refusal
+from chatgate.data_urls import inline_base64
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -31,7 +32,6 @@ from chatgate.events import (
     ToolCallStart,
     Usage,
 )
-from chatgate.files import inline_base64
 from chatgate.history import (
     AssistantMessage,
     Message,

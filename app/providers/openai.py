@@ -20,6 +20,7 @@ import httpx
 
 from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
 from chatgate.context import context_full, is_length_refusal
+from chatgate.data_urls import data_url_bytes, inline_base64
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -33,7 +34,6 @@ from chatgate.events import (
     ToolCallStart,
     Usage,
 )
-from chatgate.files import data_url_bytes, inline_base64
 from chatgate.history import (
     AssistantMessage,
     FilePart,

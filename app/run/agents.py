@@ -20,7 +20,7 @@ from chatgate.approvals import (
 )
 from chatgate.config import AgentConfig, Config, answer_tokens, import_function, make_importable, resolve_provider
 from chatgate.context import ContextBudget, window_probe
-from chatgate.files_store import FileInliner
+from chatgate.files import FileInliner
 from chatgate.leak_guard import prepare_look_alikes
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
@@ -48,7 +48,7 @@ class Agent:
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
     working directory. ``context`` is its context budget (app/context/), None when no window is set;
     ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/summaries/).
-    ``files`` gives model calls the bytes of the uploads the history references (app/files_store/); a
+    ``files`` gives model calls the bytes of the uploads the history references (app/files/); a
     request sets its caller's, as it does ``approval_scope``.
     """
 

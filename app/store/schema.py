@@ -95,7 +95,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX usage_by_time ON usage (at)",
         "CREATE INDEX usage_by_caller ON usage (key_id, person, at)",
     ),
-    # 4: uploaded files (app/files_store/), scoped like threads: by owner and agent.
+    # 4: uploaded files (app/files/), scoped like threads: by owner and agent.
     (
         """CREATE TABLE files (
             owner TEXT NOT NULL,

@@ -36,8 +36,7 @@ from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
-from chatgate.files import check_files
-from chatgate.files_store import FileInliner, referenced_file, resolve_references
+from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.run import Agent, run_agent
 from chatgate.run_input import RunInput

@@ -22,7 +22,7 @@ from chatgate.access import signing_keys_ready
 from chatgate.approvals import app_approvals
 from chatgate.caller import Caller
 from chatgate.config import Budget, Config, ConfigWatcher
-from chatgate.files_store import FileStore
+from chatgate.files import FileStore
 from chatgate.mcp import MCPServers
 from chatgate.protocol import UIProtocol
 from chatgate.providers import upstream_client

@@ -22,7 +22,7 @@ from chatgate.access import AccessState
 from chatgate.approvals import AppApprovals
 from chatgate.config import Config, ConfigWatcher
 from chatgate.drain import Drain
-from chatgate.files_store import FileStore
+from chatgate.files import FileStore
 from chatgate.mcp import MCPServers
 from chatgate.run import AgentRegistry
 from chatgate.runlog import RunLog
