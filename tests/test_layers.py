@@ -15,30 +15,20 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
-    {
-        "errors",
-        "data_urls",
-        "history",
-        "events",
-        "caller",
-        "version",
-        "media_types",
-        "adapters",
-    },
+    {"errors", "data_urls", "history", "events", "caller", "version", "media_types", "adapters"},
     {"ids", "config", "run_input", "strict_json", "telemetry", "drain"},
-    {"store", "protocol", "runlog", "context", "identity", "adapters.base"},
-    {"approvals", "providers", "usage", "files"},
-    {"leak_guard", "tracing", "summaries", "adapters.ag_ui", "adapters.vercel_ai"},
-    {"run"},
+    {"store", "protocol", "runlog", "providers", "tokens", "identity", "adapters.base"},
+    {"approvals", "usage", "files", "context", "leak_guard", "tracing"},
+    {"run", "adapters.ag_ui", "adapters.vercel_ai"},
     {"access", "threads", "scripting", "mcp"},
     {"web"},
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]
-"""Bottom to top. Foundations (with the installed version and the route path under a mount); ids,
-config, run logs, meters and logs; the store, files, the protocol
-interface, agents' capabilities, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
-tracing, context summaries and the adapters; one run; access, stored threads, the Python API and MCP
-tools; the HTTP edge; the command and the public API."""
+"""Bottom to top. Foundations (with data: URLs and the installed version); ids, config, meters and
+logs, the drain; the store, the protocol interface, run logs, upstreams, token estimates and sign-in
+tokens; approvals, usage, user files, the context budget (with its summaries), the leak guard and
+tracing; one run, and the adapters; access, stored threads, the Python API and MCP tools; the HTTP
+edge; the command and the public API."""
 
 
 def _modules() -> dict[str, Path]:

@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 
 from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
-from chatgate.context import context_full, is_length_refusal
 from chatgate.data_urls import inline_base64
 from chatgate.errors import ProviderError
 from chatgate.events import (
@@ -47,6 +46,7 @@ from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import malformed, ndjson_objects
 from chatgate.providers.http import HTTPProvider, Upstream
 from chatgate.providers.parts import arguments_object, unsupported_file
+from chatgate.providers.refusals import context_full, is_length_refusal
 from chatgate.providers.spans import DeltaSpans
 from chatgate.strict_json import dump_json
 

@@ -29,7 +29,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
-from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextSummary, ContextView, alternate_roles
+from chatgate.context import (
+    CONTEXT_LENGTH_EXCEEDED,
+    ContextBudget,
+    ContextSummary,
+    ContextView,
+    SummaryKeeper,
+    alternate_roles,
+    write_summary,
+)
 from chatgate.errors import ChatgateError, ProviderError, RequestError, StoreUnavailable
 from chatgate.events import (
     FinishReason,
@@ -68,7 +76,6 @@ from chatgate.run.policy import apply_system_prompt_policy
 from chatgate.run.prompts import PromptRenderError, RequestFacts
 from chatgate.run.tools import LiveTools, ToolsUnavailable
 from chatgate.run_input import ApprovalResponse, RunInput, ToolDefinition
-from chatgate.summaries import SummaryKeeper, write_summary
 from chatgate.telemetry import Metrics
 from chatgate.usage import BudgetExceeded, RunAccount
 

@@ -110,7 +110,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX files_by_owner ON files (owner, agent, created_at)",
     ),
-    # 5: a thread's summary of the turns its model no longer sees (app/summaries/), one per thread,
+    # 5: a thread's summary of the turns its model no longer sees (app/context/summary_writer.py), one per thread,
     # replaced as it grows.
     (
         """CREATE TABLE thread_summaries (

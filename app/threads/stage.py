@@ -28,6 +28,7 @@ from pathlib import Path
 from chatgate.approvals import StoreApprovalLedger, approval_scope
 from chatgate.caller import Caller
 from chatgate.config import Config
+from chatgate.context import SummaryKeeper
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import Message, SystemMessage, ToolCallPart
@@ -37,7 +38,6 @@ from chatgate.run import Agent, PromptTemplate, prompt_template, run_agent
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.runlog import RunLog, RunWriter
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
-from chatgate.summaries import SummaryKeeper
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.plan import ThreadPlan, nothing_to_answer, plan_turn
