@@ -17,7 +17,7 @@ ROOT = Path(__file__).parent.parent
 LAYERS: list[set[str]] = [
     {"errors", "data_urls", "history", "events", "caller", "version", "media_types", "adapters"},
     {"ids", "config", "run_input", "strict_json", "telemetry", "drain"},
-    {"store", "protocol", "runlog", "providers", "tokens", "identity", "adapters.base"},
+    {"store", "protocol", "runlog", "providers", "token_estimates", "identity", "adapters.base"},
     {"approvals", "usage", "files", "context", "leak_guard", "tracing"},
     {"run", "adapters.ag_ui", "adapters.vercel_ai"},
     {"access", "threads", "scripting", "mcp"},
@@ -148,3 +148,14 @@ def test_the_core_never_imports_the_adapters() -> None:
 def test_the_top_of_the_package_stays_small() -> None:
     top = [path for path in (ROOT / "app").glob("*.py")]
     assert len(top) <= 15
+
+
+def test_there_are_at_most_eight_floors() -> None:
+    # The longest import chain, web -> threads -> run -> context -> providers -> config -> errors, set it.
+    assert len(LAYERS) <= 8
+
+
+def test_one_concept_is_one_room() -> None:
+    # A new package is a new concept; a concept split over two rooms was folded into one (issue 39).
+    packages = [path.parent for path in (ROOT / "app").glob("*/__init__.py")]
+    assert len(packages) <= 19

@@ -3,7 +3,7 @@
 It sits where the model request is built from the thread (after the system-prompt policy and the
 prompt) and never deletes from the store: what the UI shows and what the model sees are two views of
 one thread. ``budget`` decides the view (window, strategy, dropped turns), ``counting`` counts its
-tokens from the upstream's own reports (over app/tokens.py's estimates), ``probe`` asks a model server
+tokens from the upstream's own reports (over app/token_estimates.py's estimates), ``probe`` asks a model server
 for its window, ``summary`` is a thread's summary under ``summarize`` and how the model receives it,
 ``summary_writer`` the one model call that folds turns into it (the agent's model or
 ``summary_model``), ``summary_keeper`` a stored thread's summary for one run, and ``roles`` keeps user

@@ -35,7 +35,7 @@ from chatgate.context.summary import ContextSummary, summary_prompt
 from chatgate.history import Message, SystemMessage, UserMessage
 from chatgate.providers import context_full
 from chatgate.run_input import ToolDefinition
-from chatgate.tokens import estimate, estimate_tools
+from chatgate.token_estimates import estimate, estimate_tools
 
 __all__ = ["ContextBudget", "ContextView", "Strategy", "WindowProbe"]
 

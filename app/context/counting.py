@@ -4,8 +4,8 @@ Each model call reports its input tokens (``Usage.input_tokens``). A thread's ne
 before plus what was added since, so its count is the reported count plus an estimate of the new
 messages only; that costs nothing per stored message. Without a reported count (the first call of a
 thread in this process, or the view changed), every message is estimated. The estimate is about 4
-characters a token plus a few tokens per message (app/tokens.py), scaled by ``ratio`` (1.2 to begin with): reported
-over estimated for the same prompt, learned from each real count, so a tokenizer that needs more
+characters a token plus a few tokens per message (app/token_estimates.py), scaled by ``ratio`` (1.2 to
+begin with): reported over estimated for the same prompt, learned from each real count, so a tokenizer that needs more
 tokens per character is followed after a call or two. No tokenizer is ever downloaded.
 """
 

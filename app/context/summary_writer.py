@@ -15,7 +15,7 @@ from chatgate.errors import ProviderError
 from chatgate.events import TextDelta, Usage
 from chatgate.history import Message
 from chatgate.providers import ModelRequest, Provider, build_provider
-from chatgate.tokens import estimate
+from chatgate.token_estimates import estimate
 
 __all__ = ["SummaryModel", "summary_model", "write_summary"]
 
