@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic_core import from_json
 
 __all__ = [
+    "HISTORY_START",
     "ActivityMessage",
     "AssistantMessage",
     "AssistantPart",
@@ -32,6 +33,11 @@ __all__ = [
     "complete_arguments",
     "system_text",
 ]
+
+
+HISTORY_START = "(The conversation so far follows.)"
+"""The text of the short user turn a model is sent before a history whose first turn is the assistant's
+(a useChat app's greeting): strict chat templates and Anthropic's API require a user turn first."""
 
 
 @dataclass(frozen=True, slots=True)

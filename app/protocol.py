@@ -1,7 +1,10 @@
 """The interface a UI protocol adapter implements, and how the server finds the installed ones.
 
 Adapters register under the ``chatgate.protocols`` entry-point group (see ``pyproject.toml``), so
-the core never imports ``adapters/``.
+the core never imports ``adapters/``. Every protocol is a ``UIProtocol``; what only some protocols do
+is a small protocol of its own, checked with ``isinstance``: ``DescribesRequests`` (a request body's
+JSON schema, for ``GET /openapi.json``), ``DescribesAgents`` (an agent's ``AgentFacts`` as the
+protocol's capabilities document) and ``RendersMessages`` (a stored thread in the client's shape).
 """
 
 from __future__ import annotations
@@ -9,14 +12,51 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Protocol
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from chatgate.config import AgentConfig
 from chatgate.events import RunEvent
 from chatgate.history import Message
-from chatgate.run_input import RunInput
+from chatgate.run_input import RunInput, ToolDefinition
 
-__all__ = ["ThreadCapabilities", "UIProtocol", "discover_protocols"]
+__all__ = [
+    "AgentFacts",
+    "DescribesAgents",
+    "DescribesRequests",
+    "InputKind",
+    "RendersMessages",
+    "ThreadCapabilities",
+    "UIProtocol",
+    "discover_protocols",
+]
+
+InputKind: TypeAlias = Literal["image", "audio", "video", "pdf", "file"]
+"""A kind of attachment a user message can carry."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFacts:
+    """What a client may rely on when it talks to one agent, in protocol-neutral words; no prompt, no secret.
+
+    Built from the config by the HTTP edge (app/web/capabilities.py) for a protocol that ``DescribesAgents``.
+    ``tools`` are the tools the agent itself offers (its server tools, then the frontend tools it
+    declares); ``client_tools`` whether a request's own tools are offered too. ``reasoning`` is None
+    when the config does not say whether the model reasons (an OpenAI-compatible server may or may not
+    stream it); ``inputs`` the attachment kinds its provider is sent (others fail the run).
+    """
+
+    name: str
+    description: str
+    version: str
+    resumable: bool
+    tools: tuple[ToolDefinition, ...]
+    client_tools: bool
+    approvals: bool
+    reasoning: bool | None
+    encrypted_reasoning: bool
+    inputs: frozenset[InputKind]
+    memory: bool
+    max_steps: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +75,8 @@ class ThreadCapabilities:
     names_the_answer: bool = False
     """The client knows an answer by the message id its stream announced, so the stored turn keeps it (useChat)."""
     serves_messages: bool = False
-    """``GET .../threads/{id}/messages`` answers with this protocol's ``ui_messages(history, agent)``."""
+    """``GET .../threads/{id}/messages`` answers with this protocol's ``ui_messages(history, agent)``
+    (it must be ``RendersMessages`` too)."""
     names_runs: bool = False
     """The client names each run (AG-UI ``runId``): the thread keeps the last one, and a run that answers
     or regenerates that run's turn gets it as ``RunInput.parent_run_id`` unless the client named a parent."""
@@ -52,6 +93,13 @@ class UIProtocol(Protocol):
     """The path that serves the default agent, e.g. ``/api/chat``."""
     threads: ThreadCapabilities
     """How its client holds a stored thread."""
+
+    def version(self, agent: AgentConfig) -> str | None:
+        """The protocol version ``agent``'s streams speak, when its config chooses one, or None.
+
+        useChat's is the agent's ``vercel_ai_version``; traces carry it as ``chatgate.protocol.version``.
+        """
+        ...
 
     def decode(self, body: bytes) -> RunInput:
         """Decode a request body; raise ``RequestError`` naming what is wrong."""
@@ -80,6 +128,33 @@ class UIProtocol(Protocol):
 
         A follower appends it after the frames it has: it knows nothing of what they left open.
         """
+        ...
+
+
+@runtime_checkable
+class DescribesRequests(Protocol):
+    """A protocol that publishes its request body's JSON schema (``GET /openapi.json``)."""
+
+    def request_schema(self, ref_template: str) -> Mapping[str, Any]:
+        """The JSON schema of a request body, its ``$ref``s spelled by ``ref_template`` (``{model}``)."""
+        ...
+
+
+@runtime_checkable
+class DescribesAgents(Protocol):
+    """A protocol with a capabilities document: ``GET {its routes}/capabilities`` (AG-UI)."""
+
+    def capabilities(self, facts: AgentFacts) -> Mapping[str, Any]:
+        """``facts`` as the protocol's capabilities document."""
+        ...
+
+
+@runtime_checkable
+class RendersMessages(Protocol):
+    """A protocol whose client reloads a stored thread in its own shape (useChat's UIMessages)."""
+
+    def ui_messages(self, history: Sequence[tuple[Message, str]], agent: AgentConfig) -> list[dict[str, Any]]:
+        """A stored thread (each message with its id) as the client takes it after a reload."""
         ...
 
 

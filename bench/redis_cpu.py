@@ -3,7 +3,7 @@
     .venv/bin/python bench/redis_cpu.py [--rounds 15] [--calls 1000]
 
 Calls as chatgate's look (a Lua script returning a short array, an ``MGET`` of three keys), on a client
-built as app/redis_client.py builds it, under uvloop as ``chatgate serve`` runs, against a Redis on
+built as app/web/redis_pool.py builds it, under uvloop as ``chatgate serve`` runs, against a Redis on
 loopback (tests/servers.py; its own CPU does not count). ``resp`` is redis-py's Python parser (what it
 uses without hiredis), ``hiredis`` the C parser of the ``hiredis`` package, measured only when it is
 installed. Batches alternate; the median per round trip is printed. A benchmark, not a test.

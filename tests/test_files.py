@@ -3,8 +3,9 @@ import base64
 import pytest
 
 from chatgate.config import ServerSettings
+from chatgate.data_urls import data_url_bytes, inline_base64
 from chatgate.errors import RequestError
-from chatgate.files import check_files, data_url_bytes, inline_base64
+from chatgate.files import check_files
 from chatgate.history import FilePart, TextPart, UserMessage
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()

@@ -15,32 +15,20 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
-    {
-        "errors",
-        "history",
-        "events",
-        "caller",
-        "operator_code",
-        "redis_client",
-        "version",
-        "mounting",
-        "media_types",
-        "adapters",
-    },
-    {"ids", "config", "run_input", "strict_json", "runlog", "telemetry", "drain"},
-    {"store", "files", "protocol", "capabilities", "context", "identity", "adapters.base"},
-    {"approvals", "providers", "usage", "files_store"},
-    {"leak_guard", "tracing", "summaries", "adapters.ag_ui", "adapters.vercel_ai"},
-    {"run"},
+    {"errors", "data_urls", "history", "events", "caller", "version", "media_types", "adapters"},
+    {"ids", "config", "run_input", "strict_json", "telemetry", "drain"},
+    {"store", "protocol", "runlog", "providers", "token_estimates", "identity", "adapters.base"},
+    {"approvals", "usage", "files", "context", "leak_guard", "tracing"},
+    {"run", "adapters.ag_ui", "adapters.vercel_ai"},
     {"access", "threads", "scripting", "mcp"},
     {"web"},
     {"serve", ""},  # "" is the package itself: chatgate/__init__.py, the public API
 ]
-"""Bottom to top. Foundations (with the installed version and the route path under a mount); ids,
-config, run logs, meters and logs; the store, files, the protocol
-interface, agents' capabilities, the context budget and sign-in tokens; approvals, upstreams and usage; the leak guard,
-tracing, context summaries and the adapters; one run; access, stored threads, the Python API and MCP
-tools; the HTTP edge; the command and the public API."""
+"""Bottom to top. Foundations (with data: URLs and the installed version); ids, config, meters and
+logs, the drain; the store, the protocol interface, run logs, upstreams, token estimates and sign-in
+tokens; approvals, usage, user files, the context budget (with its summaries), the leak guard and
+tracing; one run, and the adapters; access, stored threads, the Python API and MCP tools; the HTTP
+edge; the command and the public API."""
 
 
 def _modules() -> dict[str, Path]:
@@ -160,3 +148,14 @@ def test_the_core_never_imports_the_adapters() -> None:
 def test_the_top_of_the_package_stays_small() -> None:
     top = [path for path in (ROOT / "app").glob("*.py")]
     assert len(top) <= 15
+
+
+def test_there_are_at_most_eight_floors() -> None:
+    # The longest import chain, web -> threads -> run -> context -> providers -> config -> errors, set it.
+    assert len(LAYERS) <= 8
+
+
+def test_one_concept_is_one_room() -> None:
+    # A new package is a new concept; a concept split over two rooms was folded into one (issue 39).
+    packages = [path.parent for path in (ROOT / "app").glob("*/__init__.py")]
+    assert len(packages) <= 19

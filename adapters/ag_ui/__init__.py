@@ -16,11 +16,10 @@ from chatgate.adapters.ag_ui.decode import decode_request
 from chatgate.adapters.ag_ui.encode import encode_run
 from chatgate.adapters.ag_ui.snapshot import snapshot_messages
 from chatgate.adapters.base import sse_frame
-from chatgate.capabilities import AgentFacts
 from chatgate.config import AgentConfig
 from chatgate.events import RunEvent
 from chatgate.history import Message
-from chatgate.protocol import ThreadCapabilities
+from chatgate.protocol import AgentFacts, ThreadCapabilities
 from chatgate.run_input import RunInput
 
 __all__ = ["AgUiProtocol", "protocol"]
@@ -44,6 +43,10 @@ class AgUiProtocol:
     def capabilities(self, facts: AgentFacts) -> dict[str, Any]:
         """The agent as an AG-UI ``AgentCapabilities`` (``GET .../ag-ui/capabilities``)."""
         return agent_capabilities(facts)
+
+    def version(self, agent: AgentConfig) -> None:
+        """None: every agent speaks AG-UI 1.0 (a client may declare its own ``protocolVersion``)."""
+        return None
 
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``RunAgentInput`` body; 400 when it is not JSON, 422 naming each wrong field."""

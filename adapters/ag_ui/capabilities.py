@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chatgate.capabilities import AgentFacts
+from chatgate.protocol import AgentFacts
 
 __all__ = ["agent_capabilities"]
 

@@ -32,7 +32,7 @@ from typing import Any
 import chatgate.adapters.ag_ui.wire as wire
 from chatgate.adapters.base import decode_body
 from chatgate.errors import RequestError
-from chatgate.files_store import REFERENCE_PREFIX, UPLOAD_PROVIDER, is_file_id
+from chatgate.files import REFERENCE_PREFIX, UPLOAD_PROVIDER, is_file_id
 from chatgate.history import (
     ActivityMessage,
     AssistantMessage,

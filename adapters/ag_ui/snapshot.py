@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from chatgate.files_store import UPLOAD_PROVIDER, referenced_file
+from chatgate.files import UPLOAD_PROVIDER, referenced_file
 from chatgate.history import (
     ActivityMessage,
     AssistantMessage,

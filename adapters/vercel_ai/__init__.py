@@ -42,6 +42,10 @@ class VercelAIProtocol:
         """The JSON schema of a request body, ``ChatRequest`` (for ``GET /openapi.json``)."""
         return REQUEST.json_schema(by_alias=True, ref_template=ref_template)
 
+    def version(self, agent: AgentConfig) -> str:
+        """The ``ai`` generation the agent's streams are for: its ``vercel_ai_version``."""
+        return agent.vercel_ai_version
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``DefaultChatTransport`` body; 400 for bad JSON, 422 naming a wrong field."""
         return decode_request(body)

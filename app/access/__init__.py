@@ -2,8 +2,9 @@
 
 One module per rule: ``keys.py`` (API keys to a ``Caller``), ``limits.py`` and ``redis_limits.py``
 (per-key ``rpm`` and ``max_concurrent_streams``, in process or shared through Redis),
-``request_limits.py`` (sizes of one request, its body first), ``cors.py`` (browser origins), and ``gate.py``, where the
-request path meets them.
+``request_limits.py`` (sizes of one request, its body first), ``cors.py`` (browser origins), ``mounting.py``
+(a request's path inside chatgate when it is mounted under a prefix, which the open paths are matched on),
+and ``gate.py``, where the request path meets them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from chatgate.access.gate import (
     signing_keys_ready,
 )
 from chatgate.access.keys import USER_HEADER, KeyRing
+from chatgate.access.mounting import route_path, served_path
 from chatgate.access.request_limits import check_request_limits, read_body, read_within
 from chatgate.config import Config
 
@@ -41,6 +43,8 @@ __all__ = [
     "read_body",
     "read_within",
     "resolve_agent",
+    "route_path",
+    "served_path",
     "signing_keys_ready",
 ]
 

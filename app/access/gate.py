@@ -22,13 +22,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chatgate.access.keys import KeyRing
 from chatgate.access.limits import AdmissionCheck, Limits, MemoryLimits, StreamSlot
+from chatgate.access.mounting import route_path
 from chatgate.access.redis_limits import RedisLimits
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
 from chatgate.drain import Drain, refuse_when_draining
 from chatgate.errors import RequestError, error_response
 from chatgate.identity import TokenVerifier
-from chatgate.mounting import route_path
 from chatgate.telemetry import Metrics
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ async def hold_stream_slot(
 ) -> ASGIApp:
     """The response ``start`` makes, holding one of the caller's stream slots until it ends.
 
-    While the process drains (SIGTERM, app/drain/) no stream starts: 503 with ``Retry-After``.
+    While the process drains (SIGTERM, app/drain.py) no stream starts: 503 with ``Retry-After``.
 
     The slot is taken before ``start`` runs, so a stream refused for ``max_concurrent_streams`` (429)
     commits nothing and calls no model; if ``start`` refuses instead, the slot is given back. Once
@@ -232,7 +232,7 @@ async def hold_stream_slot(
     refusal wins; with both in Redis, it runs in the script that takes the slot, in the same round trip.
     Whatever refuses the request after it passed (no slot, ``start``) gives its reservation back.
     """
-    refuse_when_draining(services.drain)  # a process shutting down starts no stream (app/drain/)
+    refuse_when_draining(services.drain)  # a process shutting down starts no stream (app/drain.py)
     access = services.access
     config = _config_in_force(services)
     limits = access.limits_of(config, caller_of(request))

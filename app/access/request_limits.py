@@ -100,5 +100,5 @@ def _text_chars(message: Message) -> int:
         if isinstance(part, (TextPart, ReasoningPart)):
             total += len(part.text)
         elif isinstance(part, ToolCallPart):
-            total += len(part.arguments)  # files have their own limits (app/files.py)
+            total += len(part.arguments)  # files have their own limits (app/files/checks.py)
     return total

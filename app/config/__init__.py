@@ -2,12 +2,14 @@
 
 TOML (or the same structure as JSON). String values may reference ``${env:NAME}`` and
 ``${file:relative/path}`` (relative to the config file); ``$${`` writes a literal ``${``. Unknown keys,
-bad values and missing env vars or files are errors that name the key path.
+bad values and missing env vars or files are errors that name the key path. Operator code (tools,
+template code files) imports from the config file's folder (``operator_code.py``).
 """
 
 from chatgate.config.budget import MICRO_USD, Budget, BudgetSettings, PriceConfig, Window, window_end, window_id
 from chatgate.config.loading import load_config, parse_config
 from chatgate.config.model_settings import answer_tokens, setting_problems
+from chatgate.config.operator_code import import_function, make_importable
 from chatgate.config.reload import ConfigWatcher
 from chatgate.config.schema import (
     BUILTIN_PROVIDER_NAMES,
@@ -77,7 +79,9 @@ __all__ = [
     "Window",
     "answer_tokens",
     "default_config",
+    "import_function",
     "load_config",
+    "make_importable",
     "parse_config",
     "resolve_provider",
     "setting_problems",

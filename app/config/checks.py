@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from chatgate.config.model_settings import answer_tokens, setting_problems
+from chatgate.config.operator_code import import_function
 from chatgate.config.schema import (
     BUILTIN_MODELS,
     PLACEHOLDER,
@@ -22,7 +23,6 @@ from chatgate.config.schema import (
     SystemPromptConfig,
     resolve_provider,
 )
-from chatgate.operator_code import import_function
 
 __all__ = ["cross_checks"]
 

@@ -236,7 +236,7 @@ DEFAULT_UPLOAD_TYPES = (
 
 
 class FilesSettings(_Strict):
-    """``[files]``: uploads (``POST /agents/{agent}/files``, app/files_store/), kept in the store.
+    """``[files]``: uploads (``POST /agents/{agent}/files``, app/files/), kept in the store.
 
     ``max_bytes`` bounds one file; ``allowed_types`` are media types (``type/subtype`` or ``type/*``).
     ``max_inline_bytes_per_call`` bounds the upload bytes one model call carries, counted per reference

@@ -10,7 +10,7 @@ kind's equivalent; without one, a quarter of the window). When the counted promp
   its call;
 - ``summarize`` sends the thread's summary (app/context/summary.py) in place of the messages it
   covers, and when even that is over, says which turns a new summary should fold in (the runner has
-  it written, app/summaries/); until then, and when no summary can be written, it leaves turns out as
+  it written, summary_writer.py); until then, and when no summary can be written, it leaves turns out as
   ``drop_oldest`` does;
 - ``fail`` ends the run with ``context_length_exceeded`` before calling the model.
 
@@ -29,12 +29,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from chatgate.context.counting import Anchor, TokenCounter, estimate, estimate_tools
-from chatgate.context.refusals import context_full
+from chatgate.context.counting import Anchor, TokenCounter
 from chatgate.context.roles import alternate_roles
 from chatgate.context.summary import ContextSummary, summary_prompt
 from chatgate.history import Message, SystemMessage, UserMessage
+from chatgate.providers import context_full
 from chatgate.run_input import ToolDefinition
+from chatgate.token_estimates import estimate, estimate_tools
 
 __all__ = ["ContextBudget", "ContextView", "Strategy", "WindowProbe"]
 

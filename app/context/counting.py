@@ -4,62 +4,22 @@ Each model call reports its input tokens (``Usage.input_tokens``). A thread's ne
 before plus what was added since, so its count is the reported count plus an estimate of the new
 messages only; that costs nothing per stored message. Without a reported count (the first call of a
 thread in this process, or the view changed), every message is estimated. The estimate is about 4
-characters a token plus a few tokens per message, scaled by ``ratio`` (1.2 to begin with): reported
-over estimated for the same prompt, learned from each real count, so a tokenizer that needs more
+characters a token plus a few tokens per message (app/token_estimates.py), scaled by ``ratio`` (1.2 to
+begin with): reported over estimated for the same prompt, learned from each real count, so a tokenizer that needs more
 tokens per character is followed after a call or two. No tokenizer is ever downloaded.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chatgate.history import AssistantMessage, Message, SourcePart, SystemMessage, TextPart, ToolCallPart, UserMessage
-from chatgate.run_input import ToolDefinition
+__all__ = ["Anchor", "TokenCounter"]
 
-__all__ = ["Anchor", "TokenCounter", "estimate", "estimate_tools"]
-
-_CHARS_PER_TOKEN = 4
-_MESSAGE_OVERHEAD = 4  # role markers and separators a chat template adds around each message
-_FILE_TOKENS = 1000  # an image or document: providers count these very differently; a cautious guess
 _THREADS_KEPT = 4096
 _LEARN_FROM = 32  # estimated tokens: a smaller new part is too noisy to learn the ratio from
 _RATIO_RANGE = (0.25, 4.0)
 _FIRST_RATIO = 1.2  # before any report: a little cautious, as denser tokenizers (code, most languages) need more
-
-
-def estimate(message: Message) -> int:
-    """About how many tokens ``message`` takes in a prompt, before the learned correction."""
-    kind = type(message)
-    if kind is UserMessage:
-        chars = 0
-        files = 0
-        for part in message.parts:  # type: ignore[union-attr]
-            if type(part) is TextPart:
-                chars += len(part.text)
-            else:
-                files += 1
-        return chars // _CHARS_PER_TOKEN + files * _FILE_TOKENS + _MESSAGE_OVERHEAD
-    if kind is AssistantMessage:
-        chars = 0
-        for part in message.parts:  # type: ignore[union-attr]
-            if type(part) is ToolCallPart:
-                chars += len(part.name) + len(part.arguments) + 16
-            elif type(part) is SourcePart:
-                continue  # never sent to a model
-            else:
-                chars += len(part.text)  # type: ignore[union-attr]
-        return chars // _CHARS_PER_TOKEN + _MESSAGE_OVERHEAD
-    if kind is SystemMessage:
-        return len(message.content) // _CHARS_PER_TOKEN + _MESSAGE_OVERHEAD  # type: ignore[union-attr]
-    return len(message.content) // _CHARS_PER_TOKEN + _MESSAGE_OVERHEAD + 8  # type: ignore[union-attr]
-
-
-def estimate_tools(tools: Sequence[ToolDefinition]) -> int:
-    """About how many tokens the tool definitions take, before the learned correction."""
-    chars = sum(len(tool.name) + len(tool.description or "") + len(repr(tool.parameters)) for tool in tools)
-    return chars // _CHARS_PER_TOKEN
 
 
 @dataclass(frozen=True, slots=True)

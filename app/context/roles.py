@@ -28,11 +28,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeGuard
 
-from chatgate.history import AssistantMessage, Message, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
+from chatgate.history import (
+    HISTORY_START,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    UserMessage,
+)
 
 __all__ = ["HISTORY_START", "alternate_roles"]
 
-HISTORY_START = "(The conversation so far follows.)"
 """The user turn put before a history whose first turn is the assistant's."""
 
 

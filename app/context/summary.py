@@ -7,7 +7,7 @@ right after the system messages, never inside the system prompt. Text in it that
 ("ignore your instructions") stays where it came from, in the conversation, below the server's system
 prompt; and the pair keeps user and assistant turns alternating for strict chat templates.
 
-The call that writes it (app/summaries/) is one user message: a plain transcript of the turns it folds
+The call that writes it (app/context/summary_writer.py) is one user message: a plain transcript of the turns it folds
 in (after the previous summary, if any), then a short instruction. No system message, and never the
 agent's system prompt: a small model (Gemma 3 270M, tests/realmodel/) repeats the first text it reads,
 and with the instruction first (a system message, or the user message's opening line) its "summary" was

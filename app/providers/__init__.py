@@ -4,7 +4,8 @@ One module per wire API: ``openai`` (Chat Completions and compatible servers), `
 (Messages), ``ollama`` (``/api/chat``), plus ``builtin`` (the echo model). What they share: ``http``
 (sending with retries and the errors it raises), ``watchdog`` (first-token and idle deadlines),
 ``bodies`` (reading SSE and NDJSON bodies), ``client`` (the one HTTP client, on ``transport``'s
-connections, with ``proxies`` from the environment), ``parts`` and ``spans``.
+connections, with ``proxies`` from the environment), ``refusals`` (each upstream's "too long" as one
+``context_length_exceeded`` error), ``parts`` and ``spans``.
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ from chatgate.providers.builtin import EchoModel
 from chatgate.providers.client import upstream_client
 from chatgate.providers.ollama import OllamaProvider
 from chatgate.providers.openai import OpenAIProvider
+from chatgate.providers.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED, context_full, is_length_refusal
 
 __all__ = [
     "ANTHROPIC_MAX_TOKENS",
+    "CONTEXT_FULL",
+    "CONTEXT_LENGTH_EXCEEDED",
     "ModelRequest",
     "Provider",
     "build_provider",
+    "context_full",
+    "is_length_refusal",
     "upstream_client",
 ]
 

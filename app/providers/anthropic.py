@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
-from chatgate.context import HISTORY_START, context_full, is_length_refusal
+from chatgate.data_urls import inline_base64
 from chatgate.errors import ProviderError, ProviderErrorKind
 from chatgate.events import (
     FinishReason,
@@ -44,8 +44,8 @@ from chatgate.events import (
     ToolCallStart,
     Usage,
 )
-from chatgate.files import inline_base64
 from chatgate.history import (
+    HISTORY_START,
     AssistantMessage,
     AssistantPart,
     FilePart,
@@ -62,6 +62,7 @@ from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import malformed, parse_json, sse_messages
 from chatgate.providers.http import HTTPProvider, Upstream
 from chatgate.providers.parts import arguments_object, cite, unsupported_file
+from chatgate.providers.refusals import context_full, is_length_refusal
 
 __all__ = ["AnthropicProvider", "encode_messages"]
 

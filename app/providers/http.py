@@ -47,11 +47,11 @@ from typing import Any
 import httpx
 
 from chatgate.config import ProviderConfig
-from chatgate.context import context_full, is_length_refusal
 from chatgate.errors import ProviderError, ProviderErrorKind
 from chatgate.events import RunEvent
 from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import INTERRUPTED
+from chatgate.providers.refusals import context_full, is_length_refusal
 from chatgate.providers.watchdog import Watchdog
 from chatgate.strict_json import dump_json
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import OLLAMA_DEFAULT_HOST, ProviderConfig
-from chatgate.context import context_full, is_length_refusal
+from chatgate.data_urls import inline_base64
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -31,7 +31,6 @@ from chatgate.events import (
     ToolCallStart,
     Usage,
 )
-from chatgate.files import inline_base64
 from chatgate.history import (
     AssistantMessage,
     Message,
@@ -47,6 +46,7 @@ from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import malformed, ndjson_objects
 from chatgate.providers.http import HTTPProvider, Upstream
 from chatgate.providers.parts import arguments_object, unsupported_file
+from chatgate.providers.refusals import context_full, is_length_refusal
 from chatgate.providers.spans import DeltaSpans
 from chatgate.strict_json import dump_json
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from chatgate.config import OPENAI_DEFAULT_BASE_URL, ProviderConfig
-from chatgate.context import context_full, is_length_refusal
+from chatgate.data_urls import data_url_bytes, inline_base64
 from chatgate.errors import ProviderError
 from chatgate.events import (
     FinishReason,
@@ -33,7 +33,6 @@ from chatgate.events import (
     ToolCallStart,
     Usage,
 )
-from chatgate.files import data_url_bytes, inline_base64
 from chatgate.history import (
     AssistantMessage,
     FilePart,
@@ -50,6 +49,7 @@ from chatgate.providers.base import ModelRequest
 from chatgate.providers.bodies import malformed, parse_json, sse_messages
 from chatgate.providers.http import HTTPProvider, Upstream
 from chatgate.providers.parts import cite, unsupported_file
+from chatgate.providers.refusals import context_full, is_length_refusal
 from chatgate.providers.spans import DeltaSpans
 from chatgate.run_input import ToolDefinition
 from chatgate.strict_json import dump_json

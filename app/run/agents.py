@@ -18,16 +18,14 @@ from chatgate.approvals import (
     approval_scope,
     new_secret,
 )
-from chatgate.config import AgentConfig, Config, answer_tokens, resolve_provider
-from chatgate.context import ContextBudget, window_probe
-from chatgate.files_store import FileInliner
+from chatgate.config import AgentConfig, Config, answer_tokens, import_function, make_importable, resolve_provider
+from chatgate.context import ContextBudget, SummaryModel, summary_model, window_probe
+from chatgate.files import FileInliner
 from chatgate.leak_guard import prepare_look_alikes
-from chatgate.operator_code import import_function, make_importable
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.run.tools import ServerTool, Tool, ToolSource
 from chatgate.run_input import ToolDefinition
-from chatgate.summaries import SummaryModel, summary_model
 
 __all__ = ["Agent", "AgentRegistry", "ToolOutcomeEvent", "context_budget", "prompt_template"]
 
@@ -48,8 +46,8 @@ class Agent:
     can answer them. ``prompt`` is the system
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
     working directory. ``context`` is its context budget (app/context/), None when no window is set;
-    ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/summaries/).
-    ``files`` gives model calls the bytes of the uploads the history references (app/files_store/); a
+    ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/context/summary_writer.py).
+    ``files`` gives model calls the bytes of the uploads the history references (app/files/); a
     request sets its caller's, as it does ``approval_scope``.
     """
 

@@ -11,14 +11,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from chatgate.context import CONTEXT_LENGTH_EXCEEDED, ContextBudget, ContextSummary, ContextView, alternate_roles
+from chatgate.context import (
+    CONTEXT_LENGTH_EXCEEDED,
+    ContextBudget,
+    ContextSummary,
+    ContextView,
+    SummaryKeeper,
+    alternate_roles,
+    write_summary,
+)
 from chatgate.errors import ProviderError
 from chatgate.events import Usage
 from chatgate.history import Message
 from chatgate.run.agents import Agent
 from chatgate.run.model_call import ModelCalls
 from chatgate.run_input import RunInput, ToolDefinition
-from chatgate.summaries import SummaryKeeper, write_summary
 from chatgate.telemetry import Metrics
 
 __all__ = ["ModelView"]

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
+from chatgate.context import SummaryKeeper
 from chatgate.events import ModelFinished, RunEvent, StepFinished, StepStarted, TextDelta, ToolCallEnd, Usage
 from chatgate.run.agents import Agent
 from chatgate.run.dispatch import (
@@ -30,7 +31,6 @@ from chatgate.run.model_call import ModelCalls
 from chatgate.run.model_request import build_model_request, guarded_request
 from chatgate.run.model_view import ModelView
 from chatgate.run_input import RunInput
-from chatgate.summaries import SummaryKeeper
 from chatgate.telemetry import Metrics
 from chatgate.usage import RunAccount
 

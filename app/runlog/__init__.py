@@ -11,7 +11,8 @@ another replica all read the same log: replayed from the start, then live, until
   it keeps the run's journal (app/threads/journal.py), from which a dead producer's turn is recovered.
 
 Both are bounded: a run keeps at most ``max_bytes`` of frames (memory) or ``max_entries`` batches
-(Redis) for replay, and a finished run's log is dropped ``ttl`` seconds after its ending.
+(Redis) for replay, and a finished run's log is dropped ``ttl`` seconds after its ending. ``app_run_log``
+(``setup.py``) opens the one the config sets.
 """
 
 from chatgate.runlog.base import (
@@ -25,6 +26,7 @@ from chatgate.runlog.base import (
 )
 from chatgate.runlog.memory import MemoryRunLog
 from chatgate.runlog.redis import RedisRunLog
+from chatgate.runlog.setup import app_run_log
 
 __all__ = [
     "MemoryRunLog",
@@ -36,4 +38,5 @@ __all__ = [
     "RunLogLimits",
     "RunLogUnavailable",
     "RunWriter",
+    "app_run_log",
 ]

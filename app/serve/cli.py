@@ -16,8 +16,9 @@ from typing import Any
 import uvicorn
 
 from chatgate.config import Config, default_config, load_config
-from chatgate.drain import ENDING_SECONDS, Drain, DrainingServer
+from chatgate.drain import ENDING_SECONDS, Drain
 from chatgate.errors import ConfigError
+from chatgate.serve.server import DrainingServer
 from chatgate.telemetry import logging_config
 from chatgate.version import installed_version
 
@@ -85,7 +86,7 @@ def _check_config(path: str, list_tools: str | None = None) -> int:
 
 
 def draining_server(config: uvicorn.Config, drain: Drain, *, grace: float) -> uvicorn.Server:
-    """The server of one process: drains for up to ``grace`` seconds on SIGTERM (app/drain/)."""
+    """The server of one process: drains for up to ``grace`` seconds on SIGTERM (app/serve/server.py)."""
     return DrainingServer(config, drain, grace)
 
 
@@ -123,7 +124,7 @@ def _serve(args: argparse.Namespace) -> int:
         "log_config": log_config,
         "proxy_headers": True,
         "backlog": args.backlog,
-        "root_path": args.root_path.rstrip("/"),  # uvicorn puts it in scope["root_path"] (app/mounting/)
+        "root_path": args.root_path.rstrip("/"),  # uvicorn puts it in scope["root_path"] (app/access/mounting.py)
         "timeout_graceful_shutdown": ENDING_SECONDS,  # after the drain: time for the last streams' ends
         "http": guarded_protocol(config.server),  # head cap and timeouts (app/serve/connections.py)
     }

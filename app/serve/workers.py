@@ -1,7 +1,7 @@
 """``chatgate serve --workers N``: N server processes sharing one listening socket.
 
 The parent binds the socket, forks the workers and waits. Each worker builds its own app from the
-already validated config and runs it under ``DrainingServer`` (app/drain/), so SIGTERM drains each
+already validated config and runs it under ``DrainingServer`` (app/serve/server.py), so SIGTERM drains each
 worker: its running streams finish within the grace period, the rest end in their protocol. The
 parent passes SIGTERM and SIGINT on to every worker (and SIGHUP, which makes each reload its
 config), restarts a worker that dies on its own, and returns once all have stopped. If the parent

@@ -95,7 +95,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX usage_by_time ON usage (at)",
         "CREATE INDEX usage_by_caller ON usage (key_id, person, at)",
     ),
-    # 4: uploaded files (app/files_store/), scoped like threads: by owner and agent.
+    # 4: uploaded files (app/files/), scoped like threads: by owner and agent.
     (
         """CREATE TABLE files (
             owner TEXT NOT NULL,
@@ -110,7 +110,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX files_by_owner ON files (owner, agent, created_at)",
     ),
-    # 5: a thread's summary of the turns its model no longer sees (app/summaries/), one per thread,
+    # 5: a thread's summary of the turns its model no longer sees (app/context/summary_writer.py), one per thread,
     # replaced as it grows.
     (
         """CREATE TABLE thread_summaries (

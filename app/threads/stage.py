@@ -26,6 +26,7 @@ from functools import partial
 
 from chatgate.caller import Caller
 from chatgate.config import Config
+from chatgate.context import SummaryKeeper
 from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import ToolCallPart
@@ -35,7 +36,6 @@ from chatgate.run import Agent, run_agent
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.runlog import RunLog, RunWriter
 from chatgate.store import StoredMessage, SystemState, ThreadBusy, ThreadInfo, ThreadStore
-from chatgate.summaries import SummaryKeeper
 from chatgate.telemetry import Metrics
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.inputs import turn_inputs

@@ -107,6 +107,7 @@ class RunTrace:
         agent: TracedAgent,
         *,
         protocol: str,
+        protocol_version: str | None = None,
         caller: Caller,
         headers: Mapping[str, str],
     ) -> None:
@@ -123,8 +124,8 @@ class RunTrace:
             "chatgate.protocol": protocol,
             "chatgate.system_prompt.policy": config.manage_system_prompt,
         }
-        if protocol == "vercel-ai":
-            attributes["chatgate.protocol.version"] = config.vercel_ai_version
+        if protocol_version is not None:
+            attributes["chatgate.protocol.version"] = protocol_version
         if caller.key_id:
             attributes["chatgate.caller.key_id"] = caller.key_id
         if caller.user:

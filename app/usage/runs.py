@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from chatgate.caller import Caller
 from chatgate.config import MICRO_USD, AgentConfig, Config, answer_tokens, resolve_provider
-from chatgate.context import estimate
 from chatgate.ids import new_id
 from chatgate.run_input import RunInput
+from chatgate.token_estimates import estimate
 from chatgate.usage.accounts import RunAccount, UsageAccounts
 from chatgate.usage.counters import Spend
 

@@ -30,14 +30,13 @@ from chatgate.access import (
     not_started,
     read_body,
     resolve_agent,
+    served_path,
 )
 from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
-from chatgate.files import check_files
-from chatgate.files_store import FileInliner, referenced_file, resolve_references
-from chatgate.mounting import served_path
+from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
 from chatgate.protocol import UIProtocol, discover_protocols
 from chatgate.run import Agent, run_agent
 from chatgate.run_input import RunInput
@@ -246,7 +245,7 @@ def _chat_endpoint(protocol: UIProtocol) -> Any:
         caller = caller_of(request)
         agent = resolve_agent(registry, request.path_params.get("agent"), caller)
         label_request(request.scope, protocol.name, agent.name)
-        trace = trace_chat(request, agent, protocol.name, caller)  # None when tracing is off
+        trace = trace_chat(request, agent, protocol, caller)  # None when tracing is off
         _check_content_type(request)
         settings = registry.config.server
         body = await read_body(request, settings)

@@ -1,7 +1,7 @@
 """``GET {protocol route}/capabilities``: what an agent can do, for protocols that describe agents (AG-UI).
 
 ``/agents/{agent}/ag-ui/capabilities`` and, for the default agent, ``/ag-ui/capabilities`` answer the
-agent's ``AgentFacts`` (app/capabilities/) as the protocol's document: AG-UI's ``AgentCapabilities``,
+agent's ``AgentFacts`` (app/protocol.py) as the protocol's document: AG-UI's ``AgentCapabilities``,
 which ``HttpAgent.getCapabilities()`` reads. The route needs what the agent's chat route needs (a key
 that may use the agent); it calls no model.
 """
@@ -18,17 +18,14 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.access import resolve_agent
 from chatgate.caller import caller_of
-from chatgate.capabilities import AgentFacts, InputKind
 from chatgate.config import Config
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import AgentFacts, DescribesAgents, InputKind, UIProtocol
 from chatgate.run import Agent
 from chatgate.run_input import ToolDefinition
 from chatgate.web.openapi import OPERATIONS, Operation
 from chatgate.web.services import running_of
 
 __all__ = ["agent_facts", "capabilities_path", "capabilities_routes"]
-
-Describe = Callable[[AgentFacts], Mapping[str, Any]]
 
 # What each provider kind is sent of a user's attachments (app/providers/: the others fail the call).
 _INPUTS: Mapping[str, frozenset[InputKind]] = {
@@ -41,35 +38,29 @@ _INPUTS: Mapping[str, frozenset[InputKind]] = {
 _REASONING_SETTING = {"openai": "reasoning_effort", "anthropic": "thinking", "ollama": "think", "builtin": "reasoning"}
 
 
-def _describer(protocol: UIProtocol) -> Describe | None:
-    describe: Describe | None = getattr(protocol, "capabilities", None)
-    return describe
-
-
 def capabilities_path(protocol: UIProtocol, agent: str) -> str | None:
     """Where ``agent``'s capabilities are for ``protocol``, or None when the protocol describes no agent."""
-    return f"/agents/{agent}/{protocol.route}/capabilities" if _describer(protocol) is not None else None
+    return f"/agents/{agent}/{protocol.route}/capabilities" if isinstance(protocol, DescribesAgents) else None
 
 
 def capabilities_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     """The capabilities routes of every protocol that can describe an agent."""
     routes: list[BaseRoute] = []
     for protocol in protocols:
-        describe = _describer(protocol)
-        if describe is None:
+        if not isinstance(protocol, DescribesAgents):
             continue
-        endpoint = _endpoint(describe)
+        endpoint = _endpoint(protocol)
         for path in (f"/agents/{{agent}}/{protocol.route}/capabilities", f"{protocol.default_path}/capabilities"):
             routes.append(Route(path, endpoint, methods=["GET"]))
             OPERATIONS[("GET", path)] = Operation(f"What the agent can do, as {protocol.name} describes an agent")
     return routes
 
 
-def _endpoint(describe: Describe) -> Callable[[Request], Any]:
+def _endpoint(protocol: DescribesAgents) -> Callable[[Request], Any]:
     async def capabilities(request: Request) -> Response:
         registry = running_of(request).agents
         agent = resolve_agent(registry, request.path_params.get("agent"), caller_of(request))
-        return JSONResponse(dict(describe(agent_facts(agent, registry.config))))
+        return JSONResponse(dict(protocol.capabilities(agent_facts(agent, registry.config))))
 
     return capabilities
 

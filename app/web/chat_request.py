@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from chatgate.caller import Caller
+from chatgate.protocol import UIProtocol
 from chatgate.run import Agent
 from chatgate.tracing import RunTrace
 from chatgate.web.services import services_of
@@ -24,12 +25,15 @@ _TRACE_KEY = "chatgate.run_trace"
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def trace_chat(request: Request, agent: Agent, protocol: str, caller: Caller) -> RunTrace | None:
+def trace_chat(request: Request, agent: Agent, protocol: UIProtocol, caller: Caller) -> RunTrace | None:
     """Start the ``invoke_agent`` span of this chat request, or None when tracing is off."""
     telemetry = services_of(request.app).telemetry
     if telemetry is None:
         return None
-    trace = RunTrace(telemetry, agent, protocol=protocol, caller=caller, headers=request.headers)
+    version = protocol.version(agent.config)
+    trace = RunTrace(
+        telemetry, agent, protocol=protocol.name, protocol_version=version, caller=caller, headers=request.headers
+    )
     request.scope[_TRACE_KEY] = trace
     return trace
 

@@ -1,4 +1,4 @@
-"""The HTTP routes of uploads, under ``/agents/{agent}/files`` (app/files_store/, docs/files.md).
+"""The HTTP routes of uploads, under ``/agents/{agent}/files`` (app/files/, docs/files.md).
 
 - ``POST .../files``: one file, as ``multipart/form-data`` (one file field) or as the raw body with its
   ``content-type`` (``?name=`` names it); answers 201 ``{id, url, mediaType, size, name}``;
@@ -32,7 +32,7 @@ from chatgate.access import resolve_agent
 from chatgate.caller import caller_of
 from chatgate.config import FilesSettings
 from chatgate.errors import RequestError
-from chatgate.files_store import FileRecord, FileStore, file_path, is_file_id
+from chatgate.files import FileRecord, FileStore, file_path, is_file_id
 from chatgate.media_types import media_type_essence
 from chatgate.web.openapi import OPERATIONS, Operation
 from chatgate.web.services import running_of

@@ -22,17 +22,17 @@ from chatgate.access import signing_keys_ready
 from chatgate.approvals import app_approvals
 from chatgate.caller import Caller
 from chatgate.config import Budget, Config, ConfigWatcher
-from chatgate.files_store import FileStore
+from chatgate.files import FileStore
 from chatgate.mcp import MCPServers
 from chatgate.protocol import UIProtocol
 from chatgate.providers import upstream_client
-from chatgate.redis_client import connect_redis
 from chatgate.run import AgentRegistry
+from chatgate.runlog import app_run_log
 from chatgate.store import open_store
 from chatgate.threads import RunRecovery, ThreadServices, checkpoint_runs, close_thread_runs, sweep_dead_runs
 from chatgate.usage import PersonBudget, Pricing, UsageAccounts
 from chatgate.web.readiness import add_check
-from chatgate.web.runs import app_run_log
+from chatgate.web.redis_pool import connect_redis
 from chatgate.web.services import Running, Services, services_of
 
 __all__ = ["chatgate_lifespan"]

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import DescribesRequests, UIProtocol
 
 __all__ = ["ERROR_SCHEMA", "OPERATIONS", "Operation", "openapi_document", "openapi_endpoint"]
 
@@ -164,11 +164,10 @@ def _operation(path: str, operation: Operation) -> dict[str, Any]:
 
 def _protocol_body(protocol: UIProtocol, schemas: dict[str, Any]) -> Mapping[str, Any] | None:
     """The protocol's request body as a reference, its JSON schema moved into ``schemas``."""
-    request_schema = getattr(protocol, "request_schema", None)
-    if request_schema is None:
+    if not isinstance(protocol, DescribesRequests):
         return {"type": "object"}
     prefix = f"{protocol.name}."
-    schema: dict[str, Any] = dict(request_schema(f"#/components/schemas/{prefix}{{model}}"))
+    schema: dict[str, Any] = dict(protocol.request_schema(f"#/components/schemas/{prefix}{{model}}"))
     for name, definition in schema.pop("$defs", {}).items():
         schemas[prefix + name] = definition
     name = prefix + str(schema.get("title", "Request"))

@@ -7,7 +7,7 @@ A check passes when its coroutine returns; it fails when it raises or does not a
 ``CHECK_TIMEOUT`` seconds. The checks run concurrently. The answer names what is down, never why:
 the detail (which may hold a host name) goes to the log.
 
-A process that drains (SIGTERM, app/drain/) answers 503 ``{"status": "draining"}`` at once, without
+A process that drains (SIGTERM, app/drain.py) answers 503 ``{"status": "draining"}`` at once, without
 asking anything: the load balancer should send it nothing more.
 """
 

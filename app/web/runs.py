@@ -1,4 +1,4 @@
-"""The app's run log, and the routes that reach a running run: resume and stop (docs/resume.md).
+"""The routes that reach a running run: resume and stop (docs/resume.md).
 
 - ``GET /agents/{agent}/{route}/{id}/stream`` (and under the protocol's default path): useChat's
   ``resume: true``. 422 for an ``id`` the id rule refuses (app/ids.py); 204 when nothing runs on the
@@ -16,35 +16,20 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
-import redis.asyncio as redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chatgate.access import hold_stream_slot, resolve_agent
 from chatgate.caller import caller_of
-from chatgate.config import ServerSettings
 from chatgate.protocol import UIProtocol
-from chatgate.runlog import MemoryRunLog, RedisRunLog, RunLog, RunLogLimits
 from chatgate.telemetry import label_request
 from chatgate.threads import replay_run, request_stop, run_log_id
 from chatgate.web.services import running_of, services_of
 from chatgate.web.sse import EventStreamResponse
-from chatgate.web.threads import caller_thread, path_thread_id, thread_context
+from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context
 
-__all__ = ["app_run_log", "resume_endpoint", "stop_routes"]
-
-
-def app_run_log(settings: ServerSettings, client: redis.Redis | None) -> RunLog:
-    """In memory for one process; in Redis, shared by every replica, when ``[server] redis_url`` is set."""
-    limits = RunLogLimits(
-        max_bytes=settings.run_log_max_bytes,
-        max_entries=settings.run_log_max_entries,
-        ttl=settings.run_log_ttl_seconds,
-        lease=settings.run_log_lease_seconds,
-        flush_interval=settings.run_log_flush_seconds,
-    )
-    return RedisRunLog(client, limits) if client is not None else MemoryRunLog(limits)
+__all__ = ["resume_endpoint", "stop_routes"]
 
 
 def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Response]]:

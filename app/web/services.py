@@ -22,7 +22,7 @@ from chatgate.access import AccessState
 from chatgate.approvals import AppApprovals
 from chatgate.config import Config, ConfigWatcher
 from chatgate.drain import Drain
-from chatgate.files_store import FileStore
+from chatgate.files import FileStore
 from chatgate.mcp import MCPServers
 from chatgate.run import AgentRegistry
 from chatgate.runlog import RunLog
@@ -73,7 +73,7 @@ class Services:
     telemetry: Telemetry | None
     """The tracer, None when tracing is off (bound at creation: a reload does not change it)."""
     stopping: asyncio.Event
-    """Set once the drain is over (app/drain/): the streams still running then end in protocol."""
+    """Set once the drain is over (app/drain.py): the streams still running then end in protocol."""
     drain: Drain
     thread_runs: set[ThreadRun]
     """The detached runs of stored threads going on in this process."""

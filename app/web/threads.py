@@ -15,33 +15,30 @@ Threads are the caller's own (``Caller.owner``): another owner's thread is a 404
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chatgate.access import read_body, resolve_agent
-from chatgate.caller import Caller, caller_of
-from chatgate.config import AgentConfig
+from chatgate.access import read_body
+from chatgate.caller import Caller
 from chatgate.errors import RequestError
 from chatgate.history import Message
-from chatgate.ids import ClientId, StorableText, check_thread_id
-from chatgate.protocol import UIProtocol
+from chatgate.ids import ClientId, StorableText
+from chatgate.protocol import RendersMessages, UIProtocol
 from chatgate.run import Agent
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
 from chatgate.threads import stop_and_wait
 from chatgate.web.services import running_of, services_of
+from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context, unknown_thread
 
 __all__ = [
     "SystemMessageBody",
-    "caller_thread",
-    "path_thread_id",
-    "thread_context",
     "thread_routes",
     "ui_messages_of",
 ]
@@ -64,7 +61,7 @@ _BODY: TypeAdapter[SystemMessageBody] = TypeAdapter(SystemMessageBody)
 
 def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     """The thread routes; ``GET .../messages`` speaks the installed protocol that ``serves_messages``."""
-    render = ui_messages_of(protocols)
+    messages_protocol = ui_messages_of(protocols)
     names = [protocol.name for protocol in protocols]
 
     async def list_threads(request: Request) -> Response:
@@ -82,11 +79,11 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def get_messages(request: Request) -> Response:
         agent, store, caller = thread_context(request)
         thread = await caller_thread(store, agent, caller, path_thread_id(request))
-        if render is None:
+        if messages_protocol is None:
             raise RequestError(404, "not_found", "the vercel-ai protocol is not installed")
         stored = await store.messages(thread)
         history = [(_with_id(m.message, m.public_id), m.status) for m in stored]
-        return JSONResponse({"messages": render(history, agent.config)})
+        return JSONResponse({"messages": messages_protocol.ui_messages(history, agent.config)})
 
     async def delete_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
@@ -96,7 +93,7 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         run_log, runs = running_of(request).run_log, services_of(request.app).thread_runs
         await stop_and_wait(store, run_log, runs, thread, names)
         if not await store.delete(caller.owner, agent.name, thread_id):
-            raise _unknown_thread(thread_id)
+            raise unknown_thread(thread_id)
         return Response(status_code=204)
 
     async def put_system_message(request: Request) -> Response:
@@ -137,43 +134,11 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     ]
 
 
-def path_thread_id(request: Request) -> str:
-    """The ``{thread_id}`` of a route's path, checked by the one rule for thread ids (app/ids.py); else 422."""
-    return check_thread_id("thread_id", request.path_params["thread_id"])
-
-
 async def _recover_dead_run(request: Request, thread: ThreadInfo | None) -> None:
     """Before a change that needs the thread free: save the turn of its run if that run's producer died."""
     recovery = running_of(request).recovery
     if thread is not None and thread.active_run is not None and recovery is not None:
         await recovery.recover(thread)
-
-
-def thread_context(request: Request) -> tuple[Agent, ThreadStore, Caller]:
-    """The agent of a ``/agents/{agent}/threads`` route, the store and the caller; refusals as 4xx/503."""
-    running = running_of(request)
-    registry = running.agents
-    caller = caller_of(request)
-    name = request.path_params["agent"]
-    agent = resolve_agent(registry, name, caller)
-    if agent.config.conversations != "server":
-        raise RequestError(404, "no_threads", f"agent {name!r} keeps no conversations (conversations = 'client')")
-    store = running.store
-    if store is None:
-        raise RequestError(503, "store_unavailable", "no store is open; restart the server after enabling one")
-    return agent, store, caller
-
-
-async def caller_thread(store: ThreadStore, agent: Agent, caller: Caller, thread_id: str) -> ThreadInfo:
-    """The caller's thread ``thread_id`` of ``agent``; 404 when it has none (another key's is none of its)."""
-    thread = await store.get_thread(caller.owner, agent.name, thread_id)
-    if thread is None:
-        raise _unknown_thread(thread_id)
-    return thread
-
-
-def _unknown_thread(thread_id: str) -> RequestError:
-    return RequestError(404, "unknown_thread", f"no thread {thread_id!r} here")
 
 
 async def _body(request: Request) -> SystemMessageBody:
@@ -190,15 +155,11 @@ async def _body(request: Request) -> SystemMessageBody:
         raise RequestError(422, "invalid_request", f"the request is invalid: {problems}", details) from None
 
 
-_Render = Callable[[Sequence[tuple[Message, str]], AgentConfig], list[dict[str, Any]]]
-
-
-def ui_messages_of(protocols: Sequence[UIProtocol]) -> _Render | None:
-    """The ``ui_messages`` of the installed protocol that serves stored messages (the core never imports adapters)."""
+def ui_messages_of(protocols: Sequence[UIProtocol]) -> RendersMessages | None:
+    """The installed protocol that serves stored messages (the core never imports adapters)."""
     for protocol in protocols:
-        render = getattr(protocol, "ui_messages", None)
-        if protocol.threads.serves_messages and render is not None:
-            return cast(_Render, render)
+        if protocol.threads.serves_messages and isinstance(protocol, RendersMessages):
+            return protocol
     return None
 
 

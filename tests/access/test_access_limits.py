@@ -18,7 +18,7 @@ import pytest
 from chatgate.access import redis_limits
 from chatgate.config import Config
 from chatgate.errors import RequestError
-from chatgate.redis_client import connect_redis
+from chatgate.web.redis_pool import connect_redis
 from tests.conftest import make_config
 
 Serve = Callable[[Config], str]

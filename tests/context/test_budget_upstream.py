@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from chatgate.config import AgentConfig, Config, ProviderConfig
-from chatgate.context import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
+from chatgate.context import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED, summary_model
 from chatgate.events import RunFailed, RunFinished, TextDelta
 from chatgate.history import AssistantMessage, Message, TextPart, UserMessage
 from chatgate.providers import build_provider
@@ -16,7 +16,6 @@ from chatgate.providers.client import upstream_client
 from chatgate.run.agents import Agent, context_budget
 from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
-from chatgate.summaries import summary_model
 from tests.context.small_model import SmallModel
 from tests.providers.support import collect, provider_table
 

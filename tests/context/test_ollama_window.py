@@ -10,9 +10,9 @@ from chatgate.providers.client import upstream_client
 from chatgate.run.agents import Agent, context_budget
 from chatgate.run.runner import run_agent
 from chatgate.run_input import RunInput
-from tests.context.test_length_refusals import OLLAMA
 from tests.providers.fakes import FakeUpstream, text_reply
 from tests.providers.support import collect, provider_table
+from tests.providers.test_length_refusals import OLLAMA
 
 
 async def test_a_refusal_is_retried_shorter_and_answered() -> None:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from chatgate.context import SUMMARY_INSTRUCTION, SUMMARY_REQUEST
-from chatgate.context.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
+from chatgate.providers.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 from tests.realmodel.conftest import GEMMA_CONTEXT, llama_config
 from tests.realmodel.llama import LlamaServer
 from tests.servers import _free_port as free_port

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chatgate.context.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
+from chatgate.providers.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 from tests.providers.test_ui_clients import Serve, ag_ui, use_chat
 from tests.realmodel.conftest import NO_THINKING, llama_config
 from tests.realmodel.llama import LlamaServer, running_llama_server

@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from chatgate.operator_code import import_function
+from chatgate.config import import_function
 from chatgate.run.tools import ServerTool, ToolOutcome
 from tests import sample_tools
 

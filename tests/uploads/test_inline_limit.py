@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from chatgate.errors import RequestError
-from chatgate.files_store import FileInliner, FileStore, StoredFile, file_path
+from chatgate.files import FileInliner, FileStore, StoredFile, file_path
 from chatgate.history import FilePart, TextPart, UserMessage
 from chatgate.store import open_store
 from chatgate.web.app import create_app

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from chatgate.files_store import FileStore
+from chatgate.files import FileStore
 from chatgate.store import open_store
 from chatgate.web.app import create_app
 from tests.conftest import LiveServer, make_config

@@ -1,7 +1,7 @@
 """What uploads cost a served process's memory: 16 parallel 10 MiB uploads to ``chatgate serve``.
 
 Each upload is spooled to disk as it arrives and read into memory only for its one store write, at most
-``WRITES_AT_ONCE`` at a time (app/files_store/store.py), so the process's resident memory grows by far
+``WRITES_AT_ONCE`` at a time (app/files/store.py), so the process's resident memory grows by far
 less than the 160 MiB sent. Measured from ``/proc/PID/status`` before and after, over SQLite and
 PostgreSQL; the figures are printed (``-s`` shows them).
 """

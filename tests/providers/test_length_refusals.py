@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from chatgate.config import Config
-from chatgate.context.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 from chatgate.events import RunFailed
 from chatgate.history import TextPart, UserMessage
+from chatgate.providers.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 from tests.conftest import make_config
 from tests.providers.fakes import FakeUpstream, Reply, anthropic_event, fake_in_thread, openai_chunk, sse_data
 from tests.providers.support import provider_table, run_events

@@ -22,7 +22,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from chatgate.errors import RequestError
-from chatgate.files_store.store import FileRecord, FileStore
+from chatgate.files.store import FileRecord, FileStore
 from chatgate.history import FilePart, Message, TextPart, UserMessage, UserPart
 
 __all__ = [

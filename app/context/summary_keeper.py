@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from chatgate.context import ContextSummary
+from chatgate.context.summary import ContextSummary
 from chatgate.store import StoredMessage, StoredSummary, ThreadInfo, ThreadStore
 
 __all__ = ["SummaryKeeper"]

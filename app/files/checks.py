@@ -8,36 +8,14 @@ message and the problem.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Iterable
 
 from chatgate.config import ServerSettings
+from chatgate.data_urls import data_url_bytes
 from chatgate.errors import RequestError
 from chatgate.history import FilePart, Message, UserMessage
 
-__all__ = ["check_files", "data_url_bytes", "inline_base64"]
-
-
-def inline_base64(url: str) -> str | None:
-    """The base64 payload of a ``data:`` URL (a plain-text payload encoded), or None for any other URL."""
-    header, comma, payload = url.partition(",")
-    if not comma or not header.startswith("data:"):
-        return None
-    if header.endswith(";base64"):
-        return payload
-    return base64.b64encode(payload.encode()).decode()
-
-
-def data_url_bytes(url: str) -> bytes:
-    """The bytes of a ``data:`` URL (base64 or plain text); ``ValueError`` when it is not one or is malformed."""
-    payload = inline_base64(url)
-    if payload is None:
-        raise ValueError("not a data: URL")
-    try:
-        return base64.b64decode(payload, validate=True)
-    except binascii.Error as exc:
-        raise ValueError(f"invalid base64: {exc}") from None
+__all__ = ["check_files"]
 
 
 def check_files(
@@ -46,7 +24,7 @@ def check_files(
     """Refuse any user file whose URL scheme is not allowed or whose inline bytes are too many.
 
     ``is_reference`` names the URLs of uploads a request's references were resolved to
-    (app/files_store/): they are checked there, not here.
+    (``references.py``): they are checked there, not here.
     """
     for message in messages:
         if not isinstance(message, UserMessage):

@@ -10,11 +10,12 @@ from typing import Any
 import httpx
 
 from chatgate.config import AgentConfig, Config
-from chatgate.context import ContextSummary, estimate, summary_prompt
+from chatgate.context.summary import ContextSummary, summary_prompt
 from chatgate.errors import ProviderError
 from chatgate.events import TextDelta, Usage
 from chatgate.history import Message
 from chatgate.providers import ModelRequest, Provider, build_provider
+from chatgate.token_estimates import estimate
 
 __all__ = ["SummaryModel", "summary_model", "write_summary"]
 

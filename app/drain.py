@@ -1,4 +1,4 @@
-"""``Drain``: one process's shutdown, in two steps.
+"""``Drain``: one process's shutdown on SIGTERM, in two steps (``DrainingServer``, app/serve/server.py, drives it).
 
 1. **Draining** (the first SIGTERM): ``/readyz`` answers 503 so the load balancer sends no more, a
    new stream (a chat request or a resume) is refused with 503 and ``Retry-After`` so it is retried on
@@ -17,10 +17,14 @@ from typing import Any
 
 from chatgate.errors import RequestError
 
-__all__ = ["DRAIN_RETRY_AFTER", "Drain", "refuse_when_draining"]
+__all__ = ["DRAIN_RETRY_AFTER", "ENDING_SECONDS", "Drain", "refuse_when_draining"]
 
 DRAIN_RETRY_AFTER = 1
 """The ``Retry-After`` (seconds) of a stream refused while draining: another replica can answer at once."""
+
+ENDING_SECONDS = 5
+"""How long the streams still running once stopping begins get to send their protocol's end (uvicorn's
+``timeout_graceful_shutdown``); a process stops within ``shutdown_grace_seconds`` + this after SIGTERM."""
 
 
 class Drain:

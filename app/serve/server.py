@@ -22,15 +22,11 @@ from types import FrameType
 
 import uvicorn
 
-from chatgate.drain.state import Drain
+from chatgate.drain import Drain
 
-__all__ = ["ENDING_SECONDS", "DrainingServer"]
+__all__ = ["DrainingServer"]
 
 logger = logging.getLogger("chatgate.drain")
-
-ENDING_SECONDS = 5
-"""How long the streams still running after the drain get to send their protocol's end (uvicorn's
-``timeout_graceful_shutdown``); a process stops within ``shutdown_grace_seconds`` + this after SIGTERM."""
 
 
 class DrainingServer(uvicorn.Server):

@@ -4,7 +4,7 @@ Mounted in another ASGI app (``Mount("/llm", chatgate_app)``, FastAPI's ``app.mo
 uvicorn with ``root_path``, a request's ``scope["path"]`` keeps the whole path (``/llm/healthz``) and
 ``scope["root_path"]`` holds the prefix (``/llm``), as the ASGI spec says. Routing strips the prefix;
 everything else in chatgate that decides by path (the access layer's open paths, the routes ``GET
-/agents`` advertises) reads it through here, so it decides the same under any prefix.
+/agents`` advertises, app/web/app.py) reads it through here, so it decides the same under any prefix.
 """
 
 from __future__ import annotations

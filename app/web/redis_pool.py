@@ -1,4 +1,4 @@
-"""The one Redis connection pool a process shares, when ``[server] redis_url`` is set.
+"""The one Redis connection pool a process shares, when ``[server] redis_url`` is set (opened by lifespan.py).
 
 Everything that must hold across replicas (per-key limits, the approval ledger, run logs) uses this
 pool; nothing else opens its own. ``redis_failure`` says what a check does when Redis does not answer:
