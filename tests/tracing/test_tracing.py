@@ -33,13 +33,16 @@ from tests.conftest import make_config
 from tests.e2e.approval_flows import answer, ask, executions
 from tests.mcp.real_servers import calls_on_server, counted, everything_stdio
 from tests.oidc_provider import OpenIDProvider
-from tests.phoenix import Phoenix, Span, running_phoenix
+from tests.phoenix import STARTUP_SECONDS, Phoenix, Span, running_phoenix
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage, text_reply
 from tests.providers.support import provider_table
 from tests.servers import _free_port
 from tests.store.conftest import _create_database
 from tests.telemetry.test_metrics import samples, value
 from tests.tracing.otlp_collector import ExportedSpan, running_collector
+
+# Phoenix starts inside the first test that asks for it; the hang guard covers that start (tests/phoenix.py).
+pytestmark = pytest.mark.timeout(STARTUP_SECONDS + 120)
 
 Serve = Callable[[Config], str]
 S = TypeVar("S", Span, ExportedSpan)
@@ -48,6 +51,7 @@ SECRET_TEXT = "PURPLE-ELEPHANT-42"
 
 @pytest.fixture(scope="module")
 def phoenix() -> Iterator[Phoenix]:
+    """Phoenix, started by the first test that asks for it: that test's hang guard covers its start."""
     with running_phoenix() as server:
         yield server
 
