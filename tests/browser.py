@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 __all__ = ["ARTIFACTS_DIR", "CHROMIUM_ARGS", "build_app", "chromium", "chromium_path", "recorded_page", "screenshot"]
 
@@ -28,6 +28,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+EXPECT_TIMEOUT_MS = 20_000
+"""How long a browser assertion waits: Playwright's 5 s is short for a page on a loaded 2-core machine."""
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
 ARTIFACTS_DIR = Path(__file__).parent / "artifacts"
 """Screenshots of each browser test's last step (ignored by git; CI keeps the folder)."""

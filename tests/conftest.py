@@ -157,36 +157,69 @@ ChatgateProcess = Callable[..., tuple[str, "subprocess.Popen[bytes]"]]
 def chatgate_process(tmp_path: Path) -> Iterator[ChatgateProcess]:
     """Start the installed ``chatgate serve`` command with extra arguments; returns ``(url, process)``.
 
-    It returns once ``/healthz`` answers, and fails the test with the server's stderr if it never does.
-    Every process started is killed after the test, with its workers (``tests/processes.py``).
+    It returns once the process has bound its port and ``/healthz`` answers, and fails the test with the
+    server's log if it never does. Every process started is killed after the test, with its workers
+    (``tests/processes.py``); each one's log is printed then, shown by pytest when the test failed.
     """
-    processes: list[subprocess.Popen[bytes]] = []
+    processes: list[tuple[subprocess.Popen[bytes], Path]] = []
 
     def start(*arguments: str) -> tuple[str, subprocess.Popen[bytes]]:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        command = [str(Path(sys.executable).with_name("chatgate")), "serve", "--port", str(port), *arguments]
-        log = tmp_path / f"chatgate-{port}.log"
-        with log.open("wb") as output:  # the child keeps its own copy of the descriptor
-            process = subprocess.Popen(command, stdout=output, stderr=output)
-        processes.append(process)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            try:
-                httpx.get(f"{url}/healthz", timeout=STARTUP_SECONDS)
+        for _ in range(BIND_ATTEMPTS):
+            port = _probe_port()
+            log = tmp_path / f"chatgate-{port}.log"
+            with log.open("wb") as output:  # the child keeps its own copy of the descriptor
+                process = subprocess.Popen(_serve_command(port, arguments), stdout=output, stderr=output)
+            processes.append((process, log))
+            url = f"http://127.0.0.1:{port}"
+            if _wait_until_serving(url, port, process, log):
                 return url, process
-            except httpx.TransportError:  # not listening yet, or (workers) listening before any worker accepts
-                if time.monotonic() > deadline or process.poll() is not None:
-                    pytest.fail(f"chatgate serve did not start:\n{log.read_text()}")
-                time.sleep(0.1)
+        pytest.fail(f"chatgate serve found no free port in {BIND_ATTEMPTS} tries")
 
     try:
         yield start
     finally:
-        for process in processes:
+        for process, log in processes:
             kill_tree(process)
+            print(f"--- {log.name} ---\n{log.read_text(errors='replace')[-LOG_TAIL_CHARS:]}")
+
+
+BIND_ATTEMPTS = 3
+LOG_TAIL_CHARS = 6000
+
+
+def _probe_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _serve_command(port: int, arguments: tuple[str, ...]) -> list[str]:
+    return [str(Path(sys.executable).with_name("chatgate")), "serve", "--port", str(port), *arguments]
+
+
+def _wait_until_serving(url: str, port: int, process: subprocess.Popen[bytes], log: Path) -> bool:
+    """True once this process listens on ``port`` and answers; False if another process took the port.
+
+    A port probed free can be taken before the server binds it; then ``/healthz`` could be answered by
+    whoever took it, so the server's own "running on" line is awaited first.
+    """
+    bound = f":{port} (Press CTRL+C to quit)".encode()
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        output = log.read_bytes()
+        if process.poll() is not None:
+            if b"address already in use" in output.lower():
+                return False
+            pytest.fail(f"chatgate serve did not start:\n{output.decode(errors='replace')}")
+        if bound in output:
+            try:
+                httpx.get(f"{url}/healthz", timeout=STARTUP_SECONDS)
+                return True
+            except httpx.TransportError:  # (workers) listening before any worker accepts
+                pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"chatgate serve did not start in {STARTUP_SECONDS} s:\n{output.decode(errors='replace')}")
+        time.sleep(0.1)
 
 
 def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -> Any:

@@ -20,6 +20,7 @@ from tests.copilotkit_app import build_copilotkit_app, copilotkit_runtime
 
 Serve = Callable[[Config], str]
 TIMEOUT_MS = 20_000
+SEND_ATTEMPTS = 4
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,8 +51,21 @@ async def page(browser: Browser, request: pytest.FixtureRequest, app_url: str) -
 
 
 async def send(page: Page, text: str) -> None:
-    await page.get_by_test_id("copilot-chat-textarea").fill(text)
-    await page.get_by_test_id("copilot-chat-textarea").press("Enter")
+    """Type ``text`` and press Enter until the chat takes it.
+
+    CopilotChat can re-render its input while the runtime connects, dropping an Enter pressed in that
+    moment and keeping the text; a taken message empties the box, so pressing again never sends twice.
+    """
+    box = page.get_by_test_id("copilot-chat-textarea")
+    await box.fill(text)
+    for _ in range(SEND_ATTEMPTS):
+        await box.press("Enter")
+        try:
+            await expect(box).to_have_value("", timeout=TIMEOUT_MS // SEND_ATTEMPTS)
+            return
+        except AssertionError:
+            continue
+    await expect(box).to_have_value("")
 
 
 def assistant(page: Page) -> Locator:

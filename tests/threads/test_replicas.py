@@ -48,8 +48,8 @@ def _read(url: str, path: str, method: str = "GET", body: Any = None) -> tuple[l
         try:
             with httpx.stream(method, f"{url}{path}", json=body, timeout=30) as response:
                 lines.extend(line for line in response.iter_lines() if line)
-        except httpx.HTTPError:
-            lines.append("(connection lost)")
+        except httpx.HTTPError as error:
+            lines.append(f"(connection lost: {error!r})")
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
