@@ -427,6 +427,10 @@ class StreamWatch:
                 plan = self._guarded.plan(delta)
                 if delta in self._plans:  # a chunk seen for the first time: take the short ways now
                     return self.feed(delta)
+        return self._step(delta, plan)
+
+    def _step(self, delta: str, plan: Plan) -> str:
+        """The general step: match the words ``plan`` found in ``delta``; return what may be shown now."""
         glued, words, tail = plan.glued, plan.words, plan.tail
         if self._quiet:
             # A released unfinished word, complete as it is, starts no run (else it was held), but one
