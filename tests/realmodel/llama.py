@@ -106,11 +106,13 @@ def running_llama_server(
     ``logit_bias`` adds to those tokens' logits on every request, whichever wire it came by (llama.cpp's
     ``/v1/messages`` drops a request's own ``logit_bias``); ``ignore_eos`` has every answer run to its
     ``max_tokens``, so a test that needs a few tokens never meets a model that chose to stop on one CPU.
-    ``CHATGATE_LLAMA_THREADS`` sets the threads (default 1): another thread count, like another build
-    (``LLAMA_CMAKE_FLAGS``), takes another numeric path.
+    ``CHATGATE_LLAMA_THREADS`` sets the threads (default 1) and ``CHATGATE_LLAMA_FLASH_ATTENTION`` llama.cpp's
+    ``--flash-attn`` (default ``auto``, which is on for the CPU): ``off`` takes another numeric path at the
+    same speed (first logprobs move by up to 0.09 nats), like a build without AVX2 (``LLAMA_CMAKE_FLAGS``).
     """
     paths = installed_llama_server()
     threads = int(os.environ.get("CHATGATE_LLAMA_THREADS", "1"))
+    flash_attention = os.environ.get("CHATGATE_LLAMA_FLASH_ATTENTION", "auto")
     biases = [f"{token}{bias:+g}" for token, bias in (logit_bias or {}).items()]
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="chatgate-llama-") as workdir:
@@ -122,7 +124,7 @@ def running_llama_server(
             *("--threads-batch", str(threads), "--jinja", "--no-repack"),
             *("--chat-template-file", str(template_path(template, paths["LLAMA_TEMPLATES"]))),
             *("--reasoning-format", "deepseek", "--metrics", "--slots", "--log-prompts-dir", str(prompts_dir)),
-            *("--seed", "7", "--no-warmup"),
+            *("--seed", "7", "--no-warmup", "--flash-attn", flash_attention),
             *(arg for bias in biases for arg in ("--logit-bias", bias)),
             *(["--ignore-eos"] if ignore_eos else []),
         ]
