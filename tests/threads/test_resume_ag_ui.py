@@ -32,11 +32,14 @@ def _user(thread_id: str) -> dict[str, Any]:
     return {"id": f"u-{thread_id}", "role": "user", "content": _TEXT}
 
 
-def drop_after_first_delta(url: str, thread_id: str) -> list[dict[str, Any]]:
-    """Start a run and hang up after its first text delta; the events read until then."""
+def drop_after_first_delta(
+    url: str, thread_id: str, path: str = "/agents/bot/ag-ui", headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Start a run at ``path`` and hang up after its first text delta; the events read until then."""
     body = {"threadId": thread_id, "runId": "r1", "messages": [_user(thread_id)], "tools": [], "context": []}
     events: list[dict[str, Any]] = []
-    with httpx.stream("POST", f"{url}/agents/bot/ag-ui", json=body, timeout=30) as response:
+    with httpx.stream("POST", f"{url}{path}", json=body, headers=headers, timeout=30) as response:
+        assert response.status_code == 200, response.read()
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(json.loads(line[6:]))

@@ -1,0 +1,125 @@
+"""CopilotKit's runtime protocol, served by chatgate itself: a ``runtimeUrl`` needs no Node runtime.
+
+What ``@copilotkit/runtime`` 1.75's v2 fetch router serves in its multi-route mode, under
+``[copilotkit] path`` (docs/copilotkit.md has the table of every route):
+
+- ``GET {base}/info``: the caller's agents (name, description, AG-UI capabilities), and nothing
+  advertised that is not served (no suggestions, transcription, thread endpoints).
+- ``POST {base}/agent/{agent}/run``: the agent's AG-UI run, through the very chat endpoint of
+  ``/agents/{agent}/ag-ui`` (app/web/chat.py): the same checks, limits, prompt policy, stored threads.
+- ``POST {base}/agent/{agent}/connect``: the AG-UI reconnect of a stored thread, never a new run.
+- ``POST {base}/agent/{agent}/stop/{thread_id}``: the stored thread's stop (app/web/runs.py).
+
+Every other route under the base answers the runtime's error shape, ``{"error", "code", "message"}``:
+501 for a runtime route chatgate does not serve, 404 for a path the runtime has none at.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from chatgate.caller import caller_of
+from chatgate.protocol import AgentFacts, DescribesAgents, UIProtocol
+from chatgate.web.capabilities import agent_facts
+from chatgate.web.chat import chat_endpoint
+from chatgate.web.runs import stop_endpoint
+from chatgate.web.services import running_of
+
+__all__ = ["RUNTIME_VERSION", "copilotkit_routes"]
+
+logger = logging.getLogger("chatgate.copilotkit")
+
+RUNTIME_VERSION = "1.75.0"
+"""The ``@copilotkit/runtime`` whose v2 runtime protocol these routes implement, as ``/info`` reports it."""
+
+CARRIED_PROTOCOL = "ag-ui"
+"""The protocol CopilotKit's runtime carries its runs in: its agents are AG-UI agents."""
+
+_NOT_SERVED = frozenset(
+    {
+        "suggest",
+        "transcribe",
+        "threads",
+        "memories",
+        "annotate",
+        "inspector-metadata",
+        "inspector-learning",
+        "cpk-debug-events",
+    }
+)
+"""Path segments of the runtime's routes that chatgate does not serve (501 rather than 404)."""
+
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
+    """The runtime's routes under ``base``; none without a base, or without the AG-UI protocol installed."""
+    if base is None:
+        return []
+    carried = next((protocol for protocol in protocols if protocol.name == CARRIED_PROTOCOL), None)
+    if carried is None:
+        logger.warning("[copilotkit] path is set but the %s protocol is not installed: not served", CARRIED_PROTOCOL)
+        return []
+    return [
+        Route(f"{base}/info", _info_endpoint(carried), methods=["GET"]),
+        Route(f"{base}/agent/{{agent}}/run", chat_endpoint(carried), methods=["POST"]),
+        Route(f"{base}/agent/{{agent}}/connect", chat_endpoint(carried, reconnect=True), methods=["POST"]),
+        Route(f"{base}/agent/{{agent}}/stop/{{thread_id}}", stop_endpoint(protocols), methods=["POST"]),
+        Route(base, _not_served, methods=_ALL_METHODS),
+        Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
+    ]
+
+
+def _info_endpoint(carried: UIProtocol) -> Any:
+    async def info(request: Request) -> Response:
+        """The runtime's ``/info``: the caller's agents, and what of the runtime is served."""
+        registry = running_of(request).agents
+        caller = caller_of(request)
+        agents = {
+            agent.name: _agent_info(carried, agent.name, agent.config.description, agent_facts(agent, registry.config))
+            for agent in registry
+            if caller.may_use(agent.name)
+        }
+        return JSONResponse(
+            {
+                "version": RUNTIME_VERSION,
+                "agents": agents,
+                "mode": "sse",
+                "audioFileTranscriptionEnabled": False,
+                "threadEndpoints": {"list": False, "inspect": False, "mutations": False, "realtimeMetadata": False},
+                "suggestions": False,
+                "a2uiEnabled": False,
+                "openGenerativeUIEnabled": False,
+                "telemetryDisabled": True,
+            }
+        )
+
+    return info
+
+
+def _agent_info(carried: UIProtocol, name: str, description: str, facts: AgentFacts) -> dict[str, Any]:
+    """One agent of ``/info``: its name, description and, when the protocol describes agents, capabilities."""
+    entry: dict[str, Any] = {"name": name, "description": description, "className": "chatgate"}
+    if isinstance(carried, DescribesAgents):
+        entry["capabilities"] = dict(carried.capabilities(facts))
+    return entry
+
+
+async def _not_served(request: Request) -> Response:
+    """A runtime route chatgate does not serve (501), or no runtime route at all (404), in its error shape."""
+    segments = request.path_params.get("rest", "").split("/")
+    route = next((segment for segment in reversed(segments) if segment in _NOT_SERVED), None)
+    if route is not None:
+        message = f"chatgate does not serve CopilotKit's {route!r} route (docs/copilotkit.md lists what it serves)"
+        return JSONResponse({"error": "Not implemented", "code": "not_served", "message": message}, status_code=501)
+    if request.method == "POST" and "rest" not in request.path_params:
+        message = "chatgate serves CopilotKit's multi-route transport only: leave the provider's transport on auto"
+        return JSONResponse({"error": "Not implemented", "code": "single_route_not_served", "message": message}, 501)
+    message = f"no CopilotKit runtime route at {request.url.path!r}"
+    return JSONResponse({"error": "Not found", "code": "not_found", "message": message}, status_code=404)
