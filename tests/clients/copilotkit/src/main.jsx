@@ -1,5 +1,7 @@
 // A minimal CopilotKit app for the browser tests: CopilotChat on the runtime served by server.mjs
 // (whose HttpAgent talks to chatgate's AG-UI route), a frontend tool and an approval interrupt.
+// `?runtime=URL` points runtimeUrl elsewhere: at chatgate's own [copilotkit] path, with no Node runtime
+// (tests/e2e/test_copilotkit_runtime_browser.py).
 // What a test reads or clicks carries a data-testid (tests/e2e/test_copilotkit_browser.py).
 
 import React from "react";
@@ -31,9 +33,11 @@ function Tools() {
   return null;
 }
 
+const runtimeUrl = new URLSearchParams(window.location.search).get("runtime") ?? "/api/copilotkit";
+
 function App() {
   return (
-    <CopilotKitProvider runtimeUrl="/api/copilotkit" showDevConsole={false}>
+    <CopilotKitProvider runtimeUrl={runtimeUrl} showDevConsole={false}>
       <Tools />
       <div style={{ height: "100vh" }}>
         <CopilotChat />
