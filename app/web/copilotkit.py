@@ -9,6 +9,8 @@ What ``@copilotkit/runtime`` 1.75's v2 fetch router serves in its multi-route mo
   ``/agents/{agent}/ag-ui`` (app/web/chat.py): the same checks, limits, prompt policy, stored threads.
 - ``POST {base}/agent/{agent}/connect``: the AG-UI reconnect of a stored thread, never a new run.
 - ``POST {base}/agent/{agent}/stop/{thread_id}``: the stored thread's stop (app/web/runs.py).
+- ``POST {base}``: the single-route transport, each envelope handed to one of the above
+  (app/web/copilotkit_single.py).
 
 Every other route under the base answers the runtime's error shape, ``{"error", "code", "message"}``:
 501 for a runtime route chatgate does not serve, 404 for a path the runtime has none at.
@@ -17,7 +19,7 @@ Every other route under the base answers the runtime's error shape, ``{"error", 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -28,6 +30,7 @@ from chatgate.caller import caller_of
 from chatgate.protocol import AgentFacts, DescribesAgents, UIProtocol
 from chatgate.web.capabilities import agent_facts
 from chatgate.web.chat import chat_endpoint
+from chatgate.web.copilotkit_single import not_served, runtime_error, single_route_endpoint
 from chatgate.web.runs import stop_endpoint
 from chatgate.web.services import running_of
 
@@ -66,17 +69,23 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
     if carried is None:
         logger.warning("[copilotkit] path is set but the %s protocol is not installed: not served", CARRIED_PROTOCOL)
         return []
+    served = {
+        "info": _info_endpoint(carried),
+        "agent/run": chat_endpoint(carried),
+        "agent/connect": chat_endpoint(carried, reconnect=True),
+        "agent/stop": stop_endpoint(protocols),
+    }
     return [
-        Route(f"{base}/info", _info_endpoint(carried), methods=["GET"]),
-        Route(f"{base}/agent/{{agent}}/run", chat_endpoint(carried), methods=["POST"]),
-        Route(f"{base}/agent/{{agent}}/connect", chat_endpoint(carried, reconnect=True), methods=["POST"]),
-        Route(f"{base}/agent/{{agent}}/stop/{{thread_id}}", stop_endpoint(protocols), methods=["POST"]),
-        Route(base, _not_served, methods=_ALL_METHODS),
+        Route(base, single_route_endpoint(served), methods=["POST"]),
+        Route(f"{base}/info", served["info"], methods=["GET"]),
+        Route(f"{base}/agent/{{agent}}/run", served["agent/run"], methods=["POST"]),
+        Route(f"{base}/agent/{{agent}}/connect", served["agent/connect"], methods=["POST"]),
+        Route(f"{base}/agent/{{agent}}/stop/{{thread_id}}", served["agent/stop"], methods=["POST"]),
         Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
     ]
 
 
-def _info_endpoint(carried: UIProtocol) -> Any:
+def _info_endpoint(carried: UIProtocol) -> Callable[[Request], Awaitable[Response]]:
     async def info(request: Request) -> Response:
         """The runtime's ``/info``: the caller's agents, and what of the runtime is served."""
         registry = running_of(request).agents
@@ -116,10 +125,5 @@ async def _not_served(request: Request) -> Response:
     segments = request.path_params.get("rest", "").split("/")
     route = next((segment for segment in reversed(segments) if segment in _NOT_SERVED), None)
     if route is not None:
-        message = f"chatgate does not serve CopilotKit's {route!r} route (docs/copilotkit.md lists what it serves)"
-        return JSONResponse({"error": "Not implemented", "code": "not_served", "message": message}, status_code=501)
-    if request.method == "POST" and "rest" not in request.path_params:
-        message = "chatgate serves CopilotKit's multi-route transport only: leave the provider's transport on auto"
-        return JSONResponse({"error": "Not implemented", "code": "single_route_not_served", "message": message}, 501)
-    message = f"no CopilotKit runtime route at {request.url.path!r}"
-    return JSONResponse({"error": "Not found", "code": "not_found", "message": message}, status_code=404)
+        return not_served(f"{route!r} route")
+    return runtime_error(404, "Not found", "not_found", f"no CopilotKit runtime route at {request.url.path!r}")

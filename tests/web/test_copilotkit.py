@@ -135,7 +135,6 @@ def test_refusals_before_the_body(serve: Serve, tmp_path: Path) -> None:
         ("GET", "/memories", 501, "not_served"),
         ("POST", "/annotate", 501, "not_served"),
         ("GET", "/inspector-metadata", 501, "not_served"),
-        ("POST", "", 501, "single_route_not_served"),
         ("GET", "/nothing/here", 404, "not_found"),
     ],
 )
