@@ -20,10 +20,19 @@ from chatgate.config import Config
 from tests.browser import recorded_page
 from tests.conftest import make_config
 from tests.copilotkit_app import APP_DIR
-from tests.e2e.test_copilotkit_browser import TIMEOUT_MS, assistant, built, send
+from tests.e2e.test_copilotkit_browser import (
+    TIMEOUT_MS,
+    assistant,
+    built,
+    send,
+    test_a_frontend_tool,
+    test_an_approval_interrupt_approved,
+    test_an_approval_interrupt_denied,
+)
 from tests.static_site import static_site
 
-__all__ = ["built"]
+# The Node-runtime module's tests of tools and approvals, run here again on this module's page.
+__all__ = ["built", "test_a_frontend_tool", "test_an_approval_interrupt_approved", "test_an_approval_interrupt_denied"]
 
 Serve = Callable[[Config], str]
 BASE = "/copilotkit"
@@ -34,12 +43,14 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest.fixture
 def chatgate_url(serve: Serve, built: None, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """The page's origin and chatgate's URL: a stored-thread echo agent that answers a word every 50 ms."""
+    """The page's origin and chatgate's URL: a stored-thread echo agent answering a word every 50 ms, with a
+    server tool that needs approval."""
     with static_site(APP_DIR / "dist") as origin:
+        add = {"function": "tests.sample_tools:add", "requires_approval": True}
         agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.05}}
         config = make_config(
-            {"default": agent},
-            server={"cors_origins": [origin]},
+            {"default": {**agent, "tools": {"add": add}}},
+            server={"cors_origins": [origin], "approval_secret": "a-secret-of-enough-length"},
             store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
             copilotkit={"path": BASE},
         )
