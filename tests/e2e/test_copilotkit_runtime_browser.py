@@ -96,3 +96,25 @@ async def test_stop_ends_the_answer_and_saves_it_partial(page: Page, chatgate_ur
     assert f"w{WORDS - 1}" not in str(saved)
     shown = await assistant(page).last.inner_text()
     assert f"w{WORDS - 1}" not in shown and re.search(r"w\d+", shown)
+
+
+async def test_a_reload_mid_answer_reconnects_and_shows_the_rest_once(
+    browser: Browser, chatgate_url: tuple[str, str]
+) -> None:
+    origin, url = chatgate_url
+    words = " ".join(f"w{n}" for n in range(WORDS))
+    async with recorded_page(browser, "copilotkit-runtime-reload", 900, 800) as page:
+        page.set_default_timeout(TIMEOUT_MS)
+        await page.goto(f"{origin}/index.html?runtime={url}{BASE}&thread=t-reload", wait_until="networkidle")
+        await send(page, words)
+        await expect(assistant(page).last).to_contain_text("Last user message: w0", timeout=TIMEOUT_MS)
+        assert httpx.get(f"{url}/agents/default/threads/t-reload", timeout=30).json()["running"]
+        await page.reload(wait_until="domcontentloaded")  # mid-answer: the run goes on in chatgate
+        whole = f"Last user message: {words}"
+        await expect(assistant(page).last).to_contain_text(whole, timeout=TIMEOUT_MS)
+        await expect(assistant(page)).to_have_count(1)
+        await expect(page.get_by_test_id("copilot-user-message")).to_have_count(1)
+        assert (await assistant(page).last.inner_text()).count(f"w{WORDS - 1}") == 1
+    stored = httpx.get(f"{url}/agents/default/threads/t-reload/messages", timeout=30).json()["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[1]["parts"][-1]["text"].endswith(f"w{WORDS - 1}")  # whole: the reload did not stop it

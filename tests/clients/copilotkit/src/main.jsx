@@ -1,6 +1,6 @@
 // A minimal CopilotKit app for the browser tests: CopilotChat on the runtime served by server.mjs
 // (whose HttpAgent talks to chatgate's AG-UI route), a frontend tool and an approval interrupt.
-// `?runtime=URL` points runtimeUrl elsewhere: at chatgate's own [copilotkit] path, with no Node runtime
+// `?thread=ID` pins the chat's thread. `?runtime=URL` points runtimeUrl elsewhere: at chatgate's own [copilotkit] path, with no Node runtime
 // (tests/e2e/test_copilotkit_runtime_browser.py).
 // What a test reads or clicks carries a data-testid (tests/e2e/test_copilotkit_browser.py).
 
@@ -33,14 +33,16 @@ function Tools() {
   return null;
 }
 
-const runtimeUrl = new URLSearchParams(window.location.search).get("runtime") ?? "/api/copilotkit";
+const query = new URLSearchParams(window.location.search);
+const runtimeUrl = query.get("runtime") ?? "/api/copilotkit";
+const threadId = query.get("thread") ?? undefined; // a fixed thread: a reload reconnects to it
 
 function App() {
   return (
     <CopilotKitProvider runtimeUrl={runtimeUrl} showDevConsole={false}>
       <Tools />
       <div style={{ height: "100vh" }}>
-        <CopilotChat />
+        <CopilotChat threadId={threadId} />
       </div>
     </CopilotKitProvider>
   );
