@@ -4,11 +4,12 @@ What ``@copilotkit/runtime`` 1.75's v2 fetch router serves in its multi-route mo
 ``[copilotkit] path`` (docs/copilotkit.md has the table of every route):
 
 - ``GET {base}/info``: the caller's agents (name, description, AG-UI capabilities), and nothing
-  advertised that is not served (no suggestions, transcription, thread endpoints).
+  advertised that is not served (the thread list only: no suggestions, transcription, thread messages).
 - ``POST {base}/agent/{agent}/run``: the agent's AG-UI run, through the very chat endpoint of
   ``/agents/{agent}/ag-ui`` (app/web/chat.py): the same checks, limits, prompt policy, stored threads.
 - ``POST {base}/agent/{agent}/connect``: the AG-UI reconnect of a stored thread, never a new run.
 - ``POST {base}/agent/{agent}/stop/{thread_id}``: the stored thread's stop (app/web/runs.py).
+- ``GET {base}/threads?agentId=``: the caller's stored threads, paged (app/web/copilotkit_threads.py).
 - ``POST {base}``: the single-route transport, each envelope handed to one of the above
   (app/web/copilotkit_single.py).
 
@@ -31,6 +32,7 @@ from chatgate.protocol import AgentFacts, DescribesAgents, UIProtocol
 from chatgate.web.capabilities import agent_facts
 from chatgate.web.chat import chat_endpoint
 from chatgate.web.copilotkit_single import not_served, runtime_error, single_route_endpoint
+from chatgate.web.copilotkit_threads import list_threads
 from chatgate.web.runs import stop_endpoint
 from chatgate.web.services import running_of
 
@@ -81,6 +83,7 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         Route(f"{base}/agent/{{agent}}/run", served["agent/run"], methods=["POST"]),
         Route(f"{base}/agent/{{agent}}/connect", served["agent/connect"], methods=["POST"]),
         Route(f"{base}/agent/{{agent}}/stop/{{thread_id}}", served["agent/stop"], methods=["POST"]),
+        Route(f"{base}/threads", list_threads, methods=["GET"]),
         Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
     ]
 
@@ -101,7 +104,7 @@ def _info_endpoint(carried: UIProtocol) -> Callable[[Request], Awaitable[Respons
                 "agents": agents,
                 "mode": "sse",
                 "audioFileTranscriptionEnabled": False,
-                "threadEndpoints": {"list": False, "inspect": False, "mutations": False, "realtimeMetadata": False},
+                "threadEndpoints": {"list": True, "inspect": False, "mutations": False, "realtimeMetadata": False},
                 "suggestions": False,
                 "a2uiEnabled": False,
                 "openGenerativeUIEnabled": False,

@@ -20,12 +20,14 @@ KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789ab"}
 _TEXT = " ".join(f"word{n}" for n in range(24))
 
 
-def _config(tmp_path: Path) -> Config:
-    """``bot`` keeps threads and answers slowly; ``quick`` keeps none; alice may use only ``bot``."""
+def _config(tmp_path: Path, store_url: str | None = None) -> Config:
+    """``bot`` keeps threads and answers slowly; ``quick`` keeps none; alice may use only ``bot``.
+
+    The store is ``store_url``, or a new SQLite file in ``tmp_path``."""
     stored = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.1}}
     return make_config(
         {"bot": {**stored, "description": "the shop's bot"}, "quick": {"model": "builtin:echo"}},
-        store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
+        store={"url": store_url or f"sqlite:///{tmp_path / 'threads.db'}"},
         copilotkit={"path": BASE},
         keys=[
             {"id": "alice", "key": KEYS["alice"], "agents": ["bot"]},
@@ -83,7 +85,7 @@ def test_info_lists_the_callers_agents_and_advertises_only_what_is_served(serve:
     assert bot["capabilities"] == httpx.get(f"{url}/agents/bot/ag-ui/capabilities", headers=_auth("alice")).json()
     assert alice["mode"] == "sse" and alice["suggestions"] is False
     assert alice["audioFileTranscriptionEnabled"] is False
-    assert not any(alice["threadEndpoints"].values())
+    assert alice["threadEndpoints"] == {"list": True, "inspect": False, "mutations": False, "realtimeMetadata": False}
     bob = httpx.get(f"{url}{BASE}/info", headers=_auth("bob"), timeout=30).json()
     assert sorted(bob["agents"]) == ["bot", "quick"]
     assert httpx.get(f"{url}{BASE}/info", timeout=30).status_code == 401
@@ -130,7 +132,6 @@ def test_refusals_before_the_body(serve: Serve, tmp_path: Path) -> None:
     [
         ("POST", "/agent/bot/suggest", 501, "not_served"),
         ("POST", "/transcribe", 501, "not_served"),
-        ("GET", "/threads", 501, "not_served"),
         ("GET", "/threads/t1/messages", 501, "not_served"),
         ("GET", "/memories", 501, "not_served"),
         ("POST", "/annotate", 501, "not_served"),
