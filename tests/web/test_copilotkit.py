@@ -20,15 +20,16 @@ KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789ab"}
 _TEXT = " ".join(f"word{n}" for n in range(24))
 
 
-def _config(tmp_path: Path, store_url: str | None = None) -> Config:
+def _config(tmp_path: Path, store_url: str | None = None, redis_url: str | None = None) -> Config:
     """``bot`` keeps threads and answers slowly; ``quick`` keeps none; alice may use only ``bot``.
 
-    The store is ``store_url``, or a new SQLite file in ``tmp_path``."""
+    The store is ``store_url``, or a new SQLite file in ``tmp_path``; ``redis_url`` for replicas."""
     stored = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.1}}
     return make_config(
         {"bot": {**stored, "description": "the shop's bot"}, "quick": {"model": "builtin:echo"}},
         store={"url": store_url or f"sqlite:///{tmp_path / 'threads.db'}"},
         copilotkit={"path": BASE},
+        server={"redis_url": redis_url} if redis_url else {},
         keys=[
             {"id": "alice", "key": KEYS["alice"], "agents": ["bot"]},
             {"id": "bob", "key": KEYS["bob"]},
@@ -202,3 +203,21 @@ def test_another_key_cannot_run_connect_or_stop_on_the_first_ones_thread(serve: 
     assert [m["role"] for m in _stored(url, "t1", "bob")] == ["user", "assistant"]
     alice = _events(_post(url, "/agent/bot/connect", "alice", _input("t1")))
     assert "bob here" not in json.dumps(alice)
+
+
+def test_connect_and_stop_reach_a_run_on_another_replica(serve: Serve, tmp_path: Path, redis_url: str) -> None:
+    """Two apps sharing one store and one Redis: a run started on A is followed and stopped through B."""
+    config = _config(tmp_path, redis_url=redis_url)
+    a, b = serve(config), serve(config)
+    dropped = _start_and_drop(a, "t1")
+    connected = _events(_post(b, "/agent/bot/connect", "alice", _input("t1", _user("t1"))))
+    types = [e["type"] for e in connected]
+    assert types[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"] and types[-1] == "RUN_FINISHED"
+    assert connected[2 : len(dropped) + 1] == dropped[1:]  # the same run, replayed from B
+    answer = "".join(e["delta"] for e in connected if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert _stored(a, "t1")[1]["parts"][-1]["text"] == answer
+    _start_and_drop(a, "t2")
+    assert _post(b, "/agent/bot/stop/t2", "alice", {}).json() == {"stopped": True}
+    ended = _events(_post(b, "/agent/bot/connect", "alice", _input("t2")))  # follows the run to its end
+    assert ended[-1]["type"] == "RUN_FINISHED"
+    assert _stored(b, "t2")[1]["metadata"]["chatgate"]["status"] == "partial"
