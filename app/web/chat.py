@@ -24,23 +24,28 @@ from chatgate.protocol import UIProtocol
 from chatgate.run import run_agent
 from chatgate.run_input import RunInput
 from chatgate.telemetry import label_request
-from chatgate.threads import open_thread_turn
+from chatgate.threads import RunCursor, open_thread_turn
 from chatgate.tracing import RunTrace
 from chatgate.usage import RunAccount, run_account
 from chatgate.web.chat_request import trace_chat, traced_refusals
 from chatgate.web.services import running_of, services_of
 from chatgate.web.sse import EventStreamResponse
 
-__all__ = ["chat_endpoint"]
+__all__ = ["Cursor", "chat_endpoint"]
 
 
-def chat_endpoint(protocol: UIProtocol, *, reconnect: bool = False) -> Callable[[Request], Awaitable[Response]]:
+Cursor = Callable[[bytes], RunCursor | None]
+"""Where a reconnect's body says its client stopped reading the run (``RunCursor``), if it says."""
+
+
+def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> Callable[[Request], Awaitable[Response]]:
     """``POST`` a run in ``protocol``: decode, check, then stream the run (or follow it on a stored thread).
 
     With ``reconnect`` the request only reattaches (CopilotKit's ``connect``): what it sends is read for its
     thread and never starts a run. On a stored thread that is the thread's reconnect (the run going,
-    followed from its start after a snapshot, or the thread's messages); an agent that keeps no
-    conversations has nothing to reattach to, and answers an empty stream.
+    followed from its start after a snapshot, or from the body's cursor, read by ``reconnect``; else the
+    thread's messages); an agent that keeps no conversations has nothing to reattach to, and answers an
+    empty stream.
     """
 
     async def chat(request: Request) -> Response:
@@ -57,7 +62,9 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: bool = False) -> Callable[
         body = await read_body(request, settings)
         run_input = _decode(protocol, body)
         stored = agent.config.conversations == "server"
-        if reconnect:
+        cursor = None
+        if reconnect is not None:
+            cursor = reconnect(body)
             if not stored:
                 return Response(b"", media_type="text/event-stream", headers=dict(protocol.headers(agent.config)))
             run_input = replace(run_input, messages=(), approvals=())
@@ -94,6 +101,7 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: bool = False) -> Callable[
                     config=registry.config,
                     account=account,
                     trace=trace,
+                    seen=cursor,
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
                 if run is None:  # a hydrate or a follow: this request started no run

@@ -7,7 +7,8 @@ What ``@copilotkit/runtime`` 1.75's v2 fetch router serves in its multi-route mo
   advertised that is not served (the thread list only: no suggestions, transcription, thread messages).
 - ``POST {base}/agent/{agent}/run``: the agent's AG-UI run, through the very chat endpoint of
   ``/agents/{agent}/ag-ui`` (app/web/chat.py): the same checks, limits, prompt policy, stored threads.
-- ``POST {base}/agent/{agent}/connect``: the AG-UI reconnect of a stored thread, never a new run.
+- ``POST {base}/agent/{agent}/connect``: the AG-UI reconnect of a stored thread, never a new run; from
+  ``lastSeenEventId`` on, when it names the run going.
 - ``POST {base}/agent/{agent}/stop/{thread_id}``: the stored thread's stop (app/web/runs.py).
 - ``GET {base}/threads?agentId=``: the caller's stored threads, paged (app/web/copilotkit_threads.py).
 - ``POST {base}``: the single-route transport, each envelope handed to one of the above
@@ -28,7 +29,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chatgate.caller import caller_of
+from chatgate.errors import RequestError
 from chatgate.protocol import AgentFacts, DescribesAgents, UIProtocol
+from chatgate.strict_json import client_json
+from chatgate.threads import RunCursor
 from chatgate.web.capabilities import agent_facts
 from chatgate.web.chat import chat_endpoint
 from chatgate.web.copilotkit_single import not_served, runtime_error, single_route_endpoint
@@ -36,7 +40,7 @@ from chatgate.web.copilotkit_threads import list_threads
 from chatgate.web.runs import stop_endpoint
 from chatgate.web.services import running_of
 
-__all__ = ["RUNTIME_VERSION", "copilotkit_routes"]
+__all__ = ["RUNTIME_VERSION", "copilotkit_routes", "last_seen_event"]
 
 logger = logging.getLogger("chatgate.copilotkit")
 
@@ -74,7 +78,7 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
     served = {
         "info": _info_endpoint(carried),
         "agent/run": chat_endpoint(carried),
-        "agent/connect": chat_endpoint(carried, reconnect=True),
+        "agent/connect": chat_endpoint(carried, reconnect=last_seen_event),
         "agent/stop": stop_endpoint(protocols),
     }
     return [
@@ -86,6 +90,25 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         Route(f"{base}/threads", list_threads, methods=["GET"]),
         Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
     ]
+
+
+def last_seen_event(body: bytes) -> RunCursor | None:
+    """A connect's ``lastSeenEventId``: ``{runId}:{index}``, the index of the run's last event the client has.
+
+    The index counts the run's own events from ``RUN_STARTED`` (0), as its first stream sent them, and never
+    the ``MESSAGES_SNAPSHOT`` a reconnect adds. Absent or null: None. 422 ``invalid_event_id`` otherwise.
+    """
+    value = client_json(body, "(body)").get("lastSeenEventId") if body else None
+    if value is None:
+        return None
+    run_id, _, index = value.rpartition(":") if isinstance(value, str) else ("", "", "")
+    if not run_id or not index.isdigit() or len(index) > _MAX_INDEX_DIGITS:
+        problem = "lastSeenEventId: an event id is '{runId}:{index}', the index counting the run's events from 0"
+        raise RequestError(422, "invalid_event_id", problem)
+    return RunCursor(run_id, int(index) + 1)
+
+
+_MAX_INDEX_DIGITS = 9
 
 
 def _info_endpoint(carried: UIProtocol) -> Callable[[Request], Awaitable[Response]]:

@@ -221,3 +221,30 @@ def test_connect_and_stop_reach_a_run_on_another_replica(serve: Serve, tmp_path:
     ended = _events(_post(b, "/agent/bot/connect", "alice", _input("t2")))  # follows the run to its end
     assert ended[-1]["type"] == "RUN_FINISHED"
     assert _stored(b, "t2")[1]["metadata"]["chatgate"]["status"] == "partial"
+
+
+def test_connect_from_last_seen_event_replays_only_what_the_client_has_not_seen(serve: Serve, tmp_path: Path) -> None:
+    url = serve(_config(tmp_path))
+    dropped = _start_and_drop(url, "t1")
+    last = f"{dropped[0]['runId']}:{len(dropped) - 1}"  # the index of the last event read, from RUN_STARTED's 0
+    rest = _events(_post(url, "/agent/bot/connect", "alice", {**_input("t1"), "lastSeenEventId": last}))
+    whole = dropped + rest
+    types = [e["type"] for e in whole]
+    assert types.count("RUN_STARTED") == 1 and "MESSAGES_SNAPSHOT" not in types and types[-1] == "RUN_FINISHED"
+    answer = "".join(e["delta"] for e in whole if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert _stored(url, "t1")[1]["parts"][-1]["text"] == answer  # every word once: none doubled, none missed
+
+
+def test_a_cursor_on_another_run_replays_the_run_whole(serve: Serve, tmp_path: Path) -> None:
+    url = serve(_config(tmp_path))
+    _start_and_drop(url, "t1")
+    body = {**_input("t1"), "lastSeenEventId": "some-other-run:3"}
+    types = [e["type"] for e in _events(_post(url, "/agent/bot/connect", "alice", body))]
+    assert types[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"] and types[-1] == "RUN_FINISHED"
+
+
+@pytest.mark.parametrize("cursor", ["r1", "r1:", ":3", "r1:-1", "r1:x", 7, "r1:1234567890"])
+def test_a_malformed_last_seen_event_id_is_a_422(serve: Serve, tmp_path: Path, cursor: object) -> None:
+    url = serve(_config(tmp_path))
+    response = _post(url, "/agent/bot/connect", "alice", {**_input("t1"), "lastSeenEventId": cursor})
+    assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_event_id"
