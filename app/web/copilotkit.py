@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Route
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
 from chatgate.protocol import AgentFacts, DescribesAgents, UIProtocol
+from chatgate.run import AgentRegistry
 from chatgate.strict_json import client_json
 from chatgate.threads import RunCursor
 from chatgate.web.capabilities import agent_facts
@@ -40,12 +41,15 @@ from chatgate.web.copilotkit_threads import list_threads
 from chatgate.web.runs import stop_endpoint
 from chatgate.web.services import running_of
 
-__all__ = ["RUNTIME_VERSION", "copilotkit_routes", "last_seen_event"]
+__all__ = ["DEFAULT_AGENT_ID", "RUNTIME_VERSION", "copilotkit_routes", "last_seen_event"]
 
 logger = logging.getLogger("chatgate.copilotkit")
 
 RUNTIME_VERSION = "1.75.0"
 """The ``@copilotkit/runtime`` whose v2 runtime protocol these routes implement, as ``/info`` reports it."""
+
+DEFAULT_AGENT_ID = "default"
+"""The agent id CopilotKit's components use when given none: chatgate's default agent, unless one is so named."""
 
 CARRIED_PROTOCOL = "ag-ui"
 """The protocol CopilotKit's runtime carries its runs in: its agents are AG-UI agents."""
@@ -66,6 +70,8 @@ _NOT_SERVED = frozenset(
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+
 
 def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     """The runtime's routes under ``base``; none without a base, or without the AG-UI protocol installed."""
@@ -77,9 +83,9 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         return []
     served = {
         "info": _info_endpoint(carried),
-        "agent/run": chat_endpoint(carried),
-        "agent/connect": chat_endpoint(carried, reconnect=last_seen_event),
-        "agent/stop": stop_endpoint(protocols),
+        "agent/run": _default_alias(chat_endpoint(carried)),
+        "agent/connect": _default_alias(chat_endpoint(carried, reconnect=last_seen_event)),
+        "agent/stop": _default_alias(stop_endpoint(protocols)),
     }
     return [
         Route(base, single_route_endpoint(served), methods=["POST"]),
@@ -90,6 +96,26 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         Route(f"{base}/threads", list_threads, methods=["GET"]),
         Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
     ]
+
+
+def _default_alias(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` with CopilotKit's agent id ``default`` meaning chatgate's default agent, unless one is so named."""
+
+    async def aliased(request: Request) -> Response:
+        params = request.path_params
+        if params.get("agent") == DEFAULT_AGENT_ID:
+            params["agent"] = _agent_for(running_of(request).agents, DEFAULT_AGENT_ID)
+        return await endpoint(request)
+
+    return aliased
+
+
+def _agent_for(registry: AgentRegistry, agent_id: str) -> str:
+    """The chatgate agent a CopilotKit agent id names: ``default`` is the default agent, unless one is so named."""
+    default = registry.default
+    if agent_id == DEFAULT_AGENT_ID and registry.get(agent_id) is None and default is not None:
+        return default.name
+    return agent_id
 
 
 def last_seen_event(body: bytes) -> RunCursor | None:
@@ -121,6 +147,9 @@ def _info_endpoint(carried: UIProtocol) -> Callable[[Request], Awaitable[Respons
             for agent in registry
             if caller.may_use(agent.name)
         }
+        aliased = _agent_for(registry, DEFAULT_AGENT_ID)
+        if aliased != DEFAULT_AGENT_ID and aliased in agents:  # <CopilotChat /> without agentId finds it
+            agents[DEFAULT_AGENT_ID] = {**agents[aliased], "name": DEFAULT_AGENT_ID}
         return JSONResponse(
             {
                 "version": RUNTIME_VERSION,

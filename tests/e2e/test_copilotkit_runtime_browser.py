@@ -44,12 +44,12 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 @pytest.fixture
 def chatgate_url(serve: Serve, built: None, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """The page's origin and chatgate's URL: a stored-thread echo agent answering a word every 50 ms, with a
-    server tool that needs approval."""
+    server tool that needs approval; it is the default agent, which CopilotKit's id ``default`` names."""
     with static_site(APP_DIR / "dist") as origin:
         add = {"function": "tests.sample_tools:add", "requires_approval": True}
         agent = {"model": "builtin:echo", "conversations": "server", "model_settings": {"delay": 0.05}}
         config = make_config(
-            {"default": {**agent, "tools": {"add": add}}},
+            {"shop": {**agent, "tools": {"add": add}, "default": True}},  # CopilotKit's "default" id
             server={"cors_origins": [origin], "approval_secret": "a-secret-of-enough-length"},
             store={"url": f"sqlite:///{tmp_path / 'threads.db'}"},
             copilotkit={"path": BASE},
@@ -72,7 +72,7 @@ async def test_a_turn_streams_from_chatgate_alone(page: Page, chatgate_url: tupl
     await send(page, "hello there")
     await expect(page.get_by_test_id("copilot-user-message")).to_contain_text("hello there")
     await expect(assistant(page).last).to_contain_text("Last user message: hello there", timeout=TIMEOUT_MS)
-    threads = httpx.get(f"{chatgate_url[1]}/agents/default/threads", timeout=30).json()["threads"]
+    threads = httpx.get(f"{chatgate_url[1]}/agents/shop/threads", timeout=30).json()["threads"]
     assert len(threads) == 1  # the turn went to chatgate's store, on CopilotKit's thread id
 
 
@@ -82,13 +82,13 @@ async def test_stop_ends_the_answer_and_saves_it_partial(page: Page, chatgate_ur
     await send(page, words)
     await expect(assistant(page).last).to_contain_text("Last user message: w0", timeout=TIMEOUT_MS)
     await page.get_by_test_id("copilot-send-button").click()  # while running, the send button stops
-    thread = httpx.get(f"{url}/agents/default/threads", timeout=30).json()["threads"][0]["id"]
+    thread = httpx.get(f"{url}/agents/shop/threads", timeout=30).json()["threads"][0]["id"]
 
     def answer() -> dict[str, object]:
-        return dict(httpx.get(f"{url}/agents/default/threads/{thread}/messages", timeout=30).json()["messages"][-1])
+        return dict(httpx.get(f"{url}/agents/shop/threads/{thread}/messages", timeout=30).json()["messages"][-1])
 
     for _ in range(TIMEOUT_MS // 100):
-        if not httpx.get(f"{url}/agents/default/threads/{thread}", timeout=30).json()["running"]:
+        if not httpx.get(f"{url}/agents/shop/threads/{thread}", timeout=30).json()["running"]:
             break
         await page.wait_for_timeout(100)
     saved = answer()
@@ -108,13 +108,13 @@ async def test_a_reload_mid_answer_reconnects_and_shows_the_rest_once(
         await page.goto(f"{origin}/index.html?runtime={url}{BASE}&thread=t-reload", wait_until="networkidle")
         await send(page, words)
         await expect(assistant(page).last).to_contain_text("Last user message: w0", timeout=TIMEOUT_MS)
-        assert httpx.get(f"{url}/agents/default/threads/t-reload", timeout=30).json()["running"]
+        assert httpx.get(f"{url}/agents/shop/threads/t-reload", timeout=30).json()["running"]
         await page.reload(wait_until="domcontentloaded")  # mid-answer: the run goes on in chatgate
         whole = f"Last user message: {words}"
         await expect(assistant(page).last).to_contain_text(whole, timeout=TIMEOUT_MS)
         await expect(assistant(page)).to_have_count(1)
         await expect(page.get_by_test_id("copilot-user-message")).to_have_count(1)
         assert (await assistant(page).last.inner_text()).count(f"w{WORDS - 1}") == 1
-    stored = httpx.get(f"{url}/agents/default/threads/t-reload/messages", timeout=30).json()["messages"]
+    stored = httpx.get(f"{url}/agents/shop/threads/t-reload/messages", timeout=30).json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert stored[1]["parts"][-1]["text"].endswith(f"w{WORDS - 1}")  # whole: the reload did not stop it

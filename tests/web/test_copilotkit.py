@@ -248,3 +248,24 @@ def test_a_malformed_last_seen_event_id_is_a_422(serve: Serve, tmp_path: Path, c
     url = serve(_config(tmp_path))
     response = _post(url, "/agent/bot/connect", "alice", {**_input("t1"), "lastSeenEventId": cursor})
     assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_event_id"
+
+
+def test_the_agent_id_default_is_the_default_agent_unless_one_is_so_named(serve: Serve, tmp_path: Path) -> None:
+    """``<CopilotChat />`` without an agentId asks for ``default``: chatgate's default agent answers."""
+    shop = {"model": "builtin:echo", "conversations": "server", "default": True, "description": "the shop"}
+    store = {"url": f"sqlite:///{tmp_path / 'threads.db'}"}
+    url = serve(make_config({"shop": shop, "other": {"model": "builtin:echo"}}, store=store, copilotkit={"path": BASE}))
+    info = httpx.get(f"{url}{BASE}/info", timeout=30).json()["agents"]
+    assert sorted(info) == ["default", "other", "shop"]
+    assert info["default"] == {**info["shop"], "name": "default"}
+    ran = _events(httpx.post(f"{url}{BASE}/agent/default/run", json=_input("t1", _user("t1", "hi")), timeout=30))
+    assert ran[-1]["type"] == "RUN_FINISHED"
+    assert httpx.get(f"{url}/agents/shop/threads/t1", timeout=30).json()["id"] == "t1"  # stored under shop
+    stop = httpx.post(f"{url}{BASE}/agent/default/stop/t1", timeout=30)
+    assert stop.json() == {"stopped": False}
+    single = {"method": "agent/connect", "params": {"agentId": "default"}, "body": _input("t1")}
+    connected = _events(httpx.post(f"{url}{BASE}", json=single, timeout=30))
+    assert [m["role"] for m in connected[1]["messages"]] == ["user", "assistant"]
+    named = make_config({"default": {"model": "builtin:echo"}, "shop": shop}, copilotkit={"path": BASE}, store=store)
+    other = serve(named)
+    assert sorted(httpx.get(f"{other}{BASE}/info", timeout=30).json()["agents"]) == ["default", "shop"]
