@@ -37,7 +37,7 @@ from chatgate.threads import RunCursor
 from chatgate.web.capabilities import agent_facts
 from chatgate.web.chat import chat_endpoint
 from chatgate.web.copilotkit_single import not_served, runtime_error, single_route_endpoint
-from chatgate.web.copilotkit_threads import list_threads
+from chatgate.web.copilotkit_threads import threads_endpoint
 from chatgate.web.runs import stop_endpoint
 from chatgate.web.services import running_of
 
@@ -93,7 +93,7 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         Route(f"{base}/agent/{{agent}}/run", served["agent/run"], methods=["POST"]),
         Route(f"{base}/agent/{{agent}}/connect", served["agent/connect"], methods=["POST"]),
         Route(f"{base}/agent/{{agent}}/stop/{{thread_id}}", served["agent/stop"], methods=["POST"]),
-        Route(f"{base}/threads", list_threads, methods=["GET"]),
+        Route(f"{base}/threads", threads_endpoint(_agent_for), methods=["GET"]),
         Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
     ]
 

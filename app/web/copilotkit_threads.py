@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -18,11 +19,12 @@ from starlette.responses import JSONResponse, Response
 from chatgate.access import resolve_agent
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
+from chatgate.run import Agent, AgentRegistry
 from chatgate.store import ThreadSummary
 from chatgate.web.services import running_of
 from chatgate.web.threads import iso_time
 
-__all__ = ["MAX_PAGE", "list_threads"]
+__all__ = ["MAX_PAGE", "threads_endpoint"]
 
 MAX_PAGE = 200
 """The most threads one page lists (``limit``); 50 when the client names none."""
@@ -30,13 +32,24 @@ MAX_PAGE = 200
 _DEFAULT_PAGE = 50
 
 
-async def list_threads(request: Request) -> Response:
-    """The caller's threads on ``agentId``: a page, and the cursor of the next (null after the last)."""
+def threads_endpoint(agent_for: Callable[[AgentRegistry, str], str]) -> Callable[[Request], Awaitable[Response]]:
+    """``GET {base}/threads``; ``agent_for`` names the chatgate agent of a CopilotKit agent id."""
+
+    async def list_threads(request: Request) -> Response:
+        """The caller's threads on ``agentId``: a page, and the cursor of the next (null after the last)."""
+        agent_id = request.query_params.get("agentId", "")
+        if not agent_id:
+            raise RequestError(422, "invalid_request", "agentId: the agent whose threads to list is required")
+        registry = running_of(request).agents
+        agent = resolve_agent(registry, agent_for(registry, agent_id), caller_of(request))
+        return await _page(request, agent, agent_id)
+
+    return list_threads
+
+
+async def _page(request: Request, agent: Agent, agent_id: str) -> Response:
+    """A page of the caller's threads on ``agent``, listed under the id the client asked by."""
     running = running_of(request)
-    agent_id = request.query_params.get("agentId", "")
-    if not agent_id:
-        raise RequestError(422, "invalid_request", "agentId: the agent whose threads to list is required")
-    agent = resolve_agent(running.agents, agent_id, caller_of(request))
     store = running.store
     if agent.config.conversations != "server" or store is None:
         return JSONResponse({"threads": [], "nextCursor": None})  # an agent that keeps none has none
@@ -46,7 +59,7 @@ async def list_threads(request: Request) -> Response:
     page, more = threads[:limit], len(threads) > limit
     return JSONResponse(
         {
-            "threads": [_listed(thread, agent.name) for thread in page],
+            "threads": [_listed(thread, agent_id) for thread in page],
             "nextCursor": _next_cursor(page[-1]) if more else None,
         }
     )

@@ -261,6 +261,8 @@ def test_the_agent_id_default_is_the_default_agent_unless_one_is_so_named(serve:
     ran = _events(httpx.post(f"{url}{BASE}/agent/default/run", json=_input("t1", _user("t1", "hi")), timeout=30))
     assert ran[-1]["type"] == "RUN_FINISHED"
     assert httpx.get(f"{url}/agents/shop/threads/t1", timeout=30).json()["id"] == "t1"  # stored under shop
+    listed = httpx.get(f"{url}{BASE}/threads", params={"agentId": "default"}, timeout=30).json()["threads"]
+    assert [(t["id"], t["agentId"]) for t in listed] == [("t1", "default")]
     stop = httpx.post(f"{url}{BASE}/agent/default/stop/t1", timeout=30)
     assert stop.json() == {"stopped": False}
     single = {"method": "agent/connect", "params": {"agentId": "default"}, "body": _input("t1")}
