@@ -118,3 +118,30 @@ async def test_a_reload_mid_answer_reconnects_and_shows_the_rest_once(
     stored = httpx.get(f"{url}/agents/shop/threads/t-reload/messages", timeout=30).json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert stored[1]["parts"][-1]["text"].endswith(f"w{WORDS - 1}")  # whole: the reload did not stop it
+
+
+async def test_the_single_route_transport_streams_a_turn_and_stops(
+    browser: Browser, chatgate_url: tuple[str, str]
+) -> None:
+    """``useSingleEndpoint``, the transport ``<CopilotKit>`` pins: every call one ``POST {base}`` envelope."""
+    origin, url = chatgate_url
+    paths: list[str] = []
+    async with recorded_page(browser, "copilotkit-runtime-single", 900, 800) as page:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("request", lambda request: paths.append(request.method + " " + request.url))
+        await page.goto(f"{origin}/index.html?runtime={url}{BASE}&single=1", wait_until="networkidle")
+        await send(page, "hello there")
+        await expect(assistant(page).last).to_contain_text("Last user message: hello there", timeout=TIMEOUT_MS)
+        words = " ".join(f"w{n}" for n in range(WORDS))
+        await send(page, words)
+        await expect(assistant(page).last).to_contain_text("Last user message: w0", timeout=TIMEOUT_MS)
+        await page.get_by_test_id("copilot-send-button").click()
+        thread = httpx.get(f"{url}/agents/shop/threads", timeout=30).json()["threads"][0]["id"]
+        for _ in range(TIMEOUT_MS // 100):
+            if not httpx.get(f"{url}/agents/shop/threads/{thread}", timeout=30).json()["running"]:
+                break
+            await page.wait_for_timeout(100)
+    stored = httpx.get(f"{url}/agents/shop/threads/{thread}/messages", timeout=30).json()["messages"]
+    assert stored[-1]["metadata"]["chatgate"]["status"] == "partial"
+    to_chatgate = {path for path in paths if path.split(" ", 1)[1].startswith(url)}
+    assert to_chatgate == {f"POST {url}{BASE}"}  # nothing but envelopes: no multi-route path was used
