@@ -65,7 +65,9 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
         cursor = None
         if reconnect is not None:
             cursor = reconnect(body)
-            if not stored:
+            if not stored:  # nothing held to reattach to, and no run to trace
+                if trace is not None:
+                    trace.end()
                 return Response(b"", media_type="text/event-stream", headers=dict(protocol.headers(agent.config)))
             run_input = replace(run_input, messages=(), approvals=())
         check_request_limits(run_input, settings)
