@@ -119,6 +119,14 @@ class Metrics:
             ["provider", "agent", "kind"],
             registry=registry,
         )
+        self.failovers = Counter(
+            "chatgate_failovers",
+            "Steps moved to the next model of an agent's fallback chain before any output, by the model failed "
+            "from, the model moved to and the reason (the failure's kind, context_length, or cooling_down for "
+            "a model the breaker skipped)",
+            ["agent", "from", "to", "reason"],
+            registry=registry,
+        )
         self.tokens = Counter(
             "chatgate_model_tokens",
             "Tokens the provider reported, by type input, output, reasoning or cached_input"
@@ -185,6 +193,10 @@ class Metrics:
     def count_rate_limited(self, caller: Caller, limit: str) -> None:
         """Count one request refused by the per-key ``limit`` (``"rpm"`` or ``"max_concurrent_streams"``)."""
         self.rate_limited.labels(key_label(caller), limit).inc()
+
+    def count_failover(self, agent: str, source: str, target: str, reason: str) -> None:
+        """A step moved from model ``source`` to ``target`` (``provider:model``) for ``reason``."""
+        self.failovers.labels(agent, source, target, reason).inc()
 
     def count_stripped(self, agent: str, count: int) -> None:
         """Count ``count`` client system messages the policy removed for ``agent``."""
