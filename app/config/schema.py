@@ -455,7 +455,23 @@ class ContextConfig(_Strict):
         return window
 
 
-class FallbackConfig(_Strict):
+class ModelNamed:
+    """What a ``model`` written ``provider:model`` names: ``provider_name`` and ``model_name``."""
+
+    model: str
+
+    @property
+    def provider_name(self) -> str:
+        """The part of ``model`` before the first colon."""
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        """The part of ``model`` after the first colon."""
+        return self.model.split(":", 1)[1]
+
+
+class FallbackConfig(ModelNamed, _Strict):
     """One entry of an agent's ``fallbacks`` written as a table: its model and what differs for it.
 
     ``model_settings`` replaces the agent's for this entry when given; ``window`` is the model's context
@@ -471,16 +487,6 @@ class FallbackConfig(_Strict):
     def _provider_and_model(cls, model: str) -> str:
         return _checked_model(model)
 
-    @property
-    def provider_name(self) -> str:
-        """The part of ``model`` before the first colon."""
-        return self.model.split(":", 1)[0]
-
-    @property
-    def model_name(self) -> str:
-        """The part of ``model`` after the first colon."""
-        return self.model.split(":", 1)[1]
-
 
 def _checked_model(model: str) -> str:
     if not re.match(_MODEL, model):
@@ -488,7 +494,7 @@ def _checked_model(model: str) -> str:
     return model
 
 
-class AgentConfig(_Strict):
+class AgentConfig(ModelNamed, _Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
     model: str = Field(description="provider:model")
@@ -536,16 +542,6 @@ class AgentConfig(_Strict):
         if self.leak_guard.mode is not None:
             return self.leak_guard.mode
         return "redact" if self.manage_system_prompt == "server" else "off"
-
-    @property
-    def provider_name(self) -> str:
-        """The part of ``model`` before the first colon."""
-        return self.model.split(":", 1)[0]
-
-    @property
-    def model_name(self) -> str:
-        """The part of ``model`` after the first colon."""
-        return self.model.split(":", 1)[1]
 
 
 class Config(_Strict):

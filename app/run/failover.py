@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chatgate.config import ModelNamed
 from chatgate.errors import ProviderError
 from chatgate.providers import CONTEXT_LENGTH_EXCEEDED, Provider
 from chatgate.run.health import ModelHealth
@@ -30,23 +31,13 @@ CONTEXT_LENGTH = "context_length"
 
 
 @dataclass(frozen=True, slots=True)
-class ChainEntry:
+class ChainEntry(ModelNamed):
     """One model of an agent's chain: ``provider:model``, its provider, settings and known window (tokens)."""
 
     model: str
     provider: Provider
     settings: Mapping[str, Any]
     window: int | None = None
-
-    @property
-    def provider_name(self) -> str:
-        """The part of ``model`` before the first colon."""
-        return self.model.split(":", 1)[0]
-
-    @property
-    def model_name(self) -> str:
-        """The part of ``model`` after the first colon."""
-        return self.model.split(":", 1)[1]
 
 
 def failover_reason(failure: BaseException, failed: ChainEntry, following: ChainEntry) -> str | None:
