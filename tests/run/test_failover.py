@@ -50,11 +50,19 @@ FAILURES_THAT_MOVE_ON = {
 
 @asynccontextmanager
 async def chain_agent(
-    urls: list[str], *, health: ModelHealth | None = None, timeouts: dict[str, float] | None = None, **agent: Any
+    urls: list[str],
+    *,
+    health: ModelHealth | None = None,
+    timeouts: dict[str, float] | None = None,
+    kinds: tuple[str, ...] = (),
+    **agent: Any,
 ) -> AsyncIterator[Agent]:
-    """Agent ``helper`` on ``up0:m0``, falling back to ``up1:m1``, ... (each an OpenAI-compatible fake)."""
+    """Agent ``helper`` on ``up0:m0``, falling back to ``up1:m1``, ... (OpenAI-compatible unless ``kinds`` says)."""
     table = {"timeouts": timeouts} if timeouts else {}
-    providers = {f"up{i}": provider_table("openai", url, **table) for i, url in enumerate(urls)}
+    kinds = kinds or ("openai",) * len(urls)
+    providers = {
+        f"up{i}": provider_table(kind, url, **table) for i, (kind, url) in enumerate(zip(kinds, urls, strict=True))
+    }
     fallbacks = agent.pop("fallbacks", [f"up{i}:m{i}" for i in range(1, len(urls))])
     config = make_config({"helper": {"model": "up0:m0", "fallbacks": fallbacks, **agent}}, providers=providers)
     async with upstream_client() as client:
@@ -120,6 +128,14 @@ async def test_a_connection_refused_moves_on() -> None:
         async with chain_agent([url, live.url]) as agent:
             events = await collect(run_agent(agent, RunInput(HELLO)))
     assert answer_text(events) == "Hi"
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "ollama"])
+async def test_the_next_model_may_be_another_kind_of_provider(kind: str) -> None:
+    async with chained(status(503), text_reply(kind, "Hi"), kinds=("openai", kind)) as (agent, (_, live)):
+        events = await collect(run_agent(agent, RunInput(HELLO)))
+    assert answer_text(events) == "Hi"
+    assert live.bodies[0]["model"] == "m1"
 
 
 @pytest.mark.parametrize("code", [400, 401, 403, 404])
