@@ -44,7 +44,7 @@ FAILURES_THAT_MOVE_ON = {
     "cut-before-output": Reply([], ending="cut"),
     "empty-stream": Reply([b": keep-alive\n\n"]),
     "silent-first-token": Reply([], ending="silent"),
-    "idle-before-output": Reply([openai_chunk({"role": "assistant"}), 5.0]),
+    "role-only-then-silent": Reply([openai_chunk({"role": "assistant"}), 5.0]),
 }
 
 
@@ -57,12 +57,14 @@ async def chain_agent(
     kinds: tuple[str, ...] = (),
     **agent: Any,
 ) -> AsyncIterator[Agent]:
-    """Agent ``helper`` on ``up0:m0``, falling back to ``up1:m1``, ... (OpenAI-compatible unless ``kinds`` says)."""
-    table = {"timeouts": timeouts} if timeouts else {}
+    """Agent ``helper`` on ``up0:m0``, falling back to ``up1:m1``, ... (OpenAI-compatible unless ``kinds`` says).
+
+    ``timeouts`` are the first model's: the one answering keeps generous deadlines on a loaded machine.
+    """
     kinds = kinds or ("openai",) * len(urls)
-    providers = {
-        f"up{i}": provider_table(kind, url, **table) for i, (kind, url) in enumerate(zip(kinds, urls, strict=True))
-    }
+    providers = {f"up{i}": provider_table(kind, url) for i, (kind, url) in enumerate(zip(kinds, urls, strict=True))}
+    if timeouts:
+        providers["up0"]["timeouts"] = timeouts
     fallbacks = agent.pop("fallbacks", [f"up{i}:m{i}" for i in range(1, len(urls))])
     config = make_config({"helper": {"model": "up0:m0", "fallbacks": fallbacks, **agent}}, providers=providers)
     async with upstream_client() as client:
@@ -116,7 +118,7 @@ async def test_a_failure_before_any_event_moves_the_step_to_the_next_model(failu
     reasons = {"500": "upstream_5xx", "502": "upstream_5xx", "504": "upstream_5xx", "408": "timeout",
                "429": "rate_limited", "503": "overloaded", "503-long-retry-after": "overloaded",
                "cut-before-output": "interrupted", "empty-stream": "interrupted",
-               "silent-first-token": "timeout", "idle-before-output": "timeout"}  # fmt: skip
+               "silent-first-token": "timeout", "role-only-then-silent": "timeout"}  # fmt: skip
     labels = {"agent": "helper", "from": "up0:m0", "to": "up1:m1", "reason": reasons[failure]}
     assert moved("chatgate_failovers_total", labels) == 1
 
