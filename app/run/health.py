@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,13 +51,21 @@ class ModelHealth(Protocol):
         ...
 
 
+Tripped = Callable[[str], None]
+"""Told the model whose failure started its cooldown (``Metrics.count_breaker_trip``)."""
+
+
+def _ignore(model: str) -> None:
+    """No one to tell of a trip."""
+
+
 class MemoryHealth:
     """One process's breaker: failure times per model, and when each cooling model is back."""
 
-    __slots__ = ("_failures", "_rule", "_until")
+    __slots__ = ("_failures", "_rule", "_tripped", "_until")
 
-    def __init__(self, rule: BreakerRule) -> None:
-        self._rule = rule
+    def __init__(self, rule: BreakerRule, tripped: Tripped = _ignore) -> None:
+        self._rule, self._tripped = rule, tripped
         self._failures: dict[str, deque[float]] = {}
         self._until: dict[str, float] = {}
 
@@ -76,6 +84,7 @@ class MemoryHealth:
         if len(times) >= self._rule.failures:
             times.clear()
             self._until[model] = now + self._rule.cooldown
+            self._tripped(model)
 
 
 # KEYS[1] the model's failure count, KEYS[2] its cooldown flag; ARGV: failures, window ms, cooldown ms.
@@ -94,10 +103,12 @@ return count
 class RedisHealth:
     """The breaker shared by every process on one Redis: a counted window and a cooldown key per model."""
 
-    __slots__ = ("_prefix", "_redis", "_rule")
+    __slots__ = ("_prefix", "_redis", "_rule", "_tripped")
 
-    def __init__(self, redis: Redis, rule: BreakerRule, prefix: str = "chatgate:health:") -> None:
-        self._redis, self._rule, self._prefix = redis, rule, prefix
+    def __init__(
+        self, redis: Redis, rule: BreakerRule, prefix: str = "chatgate:health:", tripped: Tripped = _ignore
+    ) -> None:
+        self._redis, self._rule, self._prefix, self._tripped = redis, rule, prefix, tripped
 
     async def cooling_down(self, models: Sequence[str]) -> set[str]:
         """Those of ``models`` with a cooldown key: one ``MGET``; none when Redis cannot say (never a refusal)."""
@@ -112,13 +123,20 @@ class RedisHealth:
         """Count the failure and start the cooldown at the limit: one script."""
         rule = self._rule
         keys = (f"{self._prefix}fail:{model}", f"{self._prefix}cool:{model}")
+        window, cooldown = int(rule.window * 1000), int(rule.cooldown * 1000)
         try:
-            await self._redis.eval(_FAILED, 2, *keys, rule.failures, int(rule.window * 1000), int(rule.cooldown * 1000))
+            count = await self._redis.eval(_FAILED, 2, *keys, rule.failures, window, cooldown)
         except RedisError as exc:
             logger.warning("the fallback breaker cannot count %s's failure in Redis (%r)", model, exc)
+            return
+        if int(count) >= rule.failures:  # this process's failure started the cooldown
+            self._tripped(model)
 
 
-def model_health(server: ServerSettings, redis: Redis | None) -> ModelHealth:
-    """The breaker ``[server]`` sets: shared through ``redis`` when there is one, else this process's."""
+def model_health(server: ServerSettings, redis: Redis | None, tripped: Tripped = _ignore) -> ModelHealth:
+    """The breaker ``[server]`` sets: shared through ``redis`` when there is one, else this process's.
+
+    ``tripped`` is told of each cooldown this process's failure started.
+    """
     rule = BreakerRule.of(server)
-    return RedisHealth(redis, rule) if redis is not None else MemoryHealth(rule)
+    return RedisHealth(redis, rule, tripped=tripped) if redis is not None else MemoryHealth(rule, tripped)

@@ -127,6 +127,13 @@ class Metrics:
             ["agent", "from", "to", "reason"],
             registry=registry,
         )
+        self.breaker_trips = Counter(
+            "chatgate_breaker_trips",
+            "Cooldowns of a fallback chain's model (provider:model) started by a failure in this process: "
+            "from then on chains skip it for [server] failover_cooldown_seconds",
+            ["model"],
+            registry=registry,
+        )
         self.tokens = Counter(
             "chatgate_model_tokens",
             "Tokens the provider reported, by type input, output, reasoning or cached_input"
@@ -197,6 +204,10 @@ class Metrics:
     def count_failover(self, agent: str, source: str, target: str, reason: str) -> None:
         """A step moved from model ``source`` to ``target`` (``provider:model``) for ``reason``."""
         self.failovers.labels(agent, source, target, reason).inc()
+
+    def count_breaker_trip(self, model: str) -> None:
+        """A failure of ``model`` in this process started its cooldown."""
+        self.breaker_trips.labels(model).inc()
 
     def count_stripped(self, agent: str, count: int) -> None:
         """Count ``count`` client system messages the policy removed for ``agent``."""

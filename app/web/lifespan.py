@@ -94,7 +94,8 @@ async def _open(
     mcp.start()
     for name, connection in mcp.connections.items():
         add_check(app, f"mcp:{name}", connection.ping)
-    health = model_health(config.server, redis)  # the fallback breaker, also kept across reloads
+    # The fallback breaker, also kept across reloads.
+    health = model_health(config.server, redis, services.metrics.count_breaker_trip)
     agents = AgentRegistry(config, http_client, approvals, mcp, health)
     store = (
         await open_store(config.store_url, config.base_dir, lock_timeout=config.store.lock_timeout_seconds)

@@ -24,16 +24,19 @@ from tests.run.test_failover import HELLO, answer_text, chained, status
 RULE = BreakerRule(failures=2, window=60.0, cooldown=60.0)
 
 
-async def trips_after_failures(health: ModelHealth) -> None:
+async def trips_after_failures(health: ModelHealth, trips: list[str]) -> None:
     assert await health.cooling_down(["a:x", "b:y"]) == set()
     await health.failed("a:x")
     assert await health.cooling_down(["a:x", "b:y"]) == set()
+    assert trips == []
     await health.failed("a:x")
     assert await health.cooling_down(["a:x", "b:y"]) == {"a:x"}
+    assert trips == ["a:x"]  # the breaker's state change, told once (a metric in the app)
 
 
 async def test_memory_health_trips_at_the_limit_and_cools_down() -> None:
-    await trips_after_failures(MemoryHealth(RULE))
+    trips: list[str] = []
+    await trips_after_failures(MemoryHealth(RULE, trips.append), trips)
     short = MemoryHealth(BreakerRule(failures=1, window=60.0, cooldown=0.05))
     await short.failed("a:x")
     assert await short.cooling_down(["a:x"]) == {"a:x"}
@@ -52,7 +55,8 @@ async def test_memory_health_forgets_failures_older_than_the_window() -> None:
 async def test_redis_health_trips_at_the_limit(redis_url: str) -> None:
     redis = Redis.from_url(redis_url)
     try:
-        await trips_after_failures(RedisHealth(redis, RULE, prefix=f"test:{uuid.uuid4().hex}:"))
+        trips: list[str] = []
+        await trips_after_failures(RedisHealth(redis, RULE, f"test:{uuid.uuid4().hex}:", trips.append), trips)
     finally:
         await redis.aclose()
 
