@@ -119,21 +119,7 @@ class Metrics:
             ["provider", "agent", "kind"],
             registry=registry,
         )
-        self.failovers = Counter(
-            "chatgate_failovers",
-            "Steps moved to the next model of an agent's fallback chain before any output, by the model failed "
-            "from, the model moved to and the reason (the failure's kind, context_length, or cooling_down for "
-            "a model the breaker skipped)",
-            ["agent", "from", "to", "reason"],
-            registry=registry,
-        )
-        self.breaker_trips = Counter(
-            "chatgate_breaker_trips",
-            "Cooldowns of a fallback chain's model (provider:model) started by a failure in this process: "
-            "from then on chains skip it for [server] failover_cooldown_seconds",
-            ["model"],
-            registry=registry,
-        )
+        self.failovers, self.breaker_trips = _failover_counters(registry)
         self.tokens = Counter(
             "chatgate_model_tokens",
             "Tokens the provider reported, by type input, output, reasoning or cached_input"
@@ -248,6 +234,26 @@ class Metrics:
         if series is None:
             series = self._call_series[(provider, agent)] = _CallSeries(self, provider, agent)
         return ModelCallMeter(series, time.perf_counter())
+
+
+def _failover_counters(registry: CollectorRegistry) -> tuple[Counter, Counter]:
+    """``chatgate_failovers_total`` and ``chatgate_breaker_trips_total`` (fallback chains, app/run/failover.py)."""
+    failovers = Counter(
+        "chatgate_failovers",
+        "Steps moved to the next model of an agent's fallback chain before any output, by the model failed "
+        "from, the model moved to and the reason (the failure's kind, context_length, or cooling_down for "
+        "a model the breaker skipped)",
+        ["agent", "from", "to", "reason"],
+        registry=registry,
+    )
+    trips = Counter(
+        "chatgate_breaker_trips",
+        "Cooldowns of a fallback chain's model (provider:model) started by a failure in this process: "
+        "from then on chains skip it for [server] failover_cooldown_seconds",
+        ["model"],
+        registry=registry,
+    )
+    return failovers, trips
 
 
 class _StreamSeries:
