@@ -79,6 +79,7 @@ class Setup:
     token: bool = False
     budget: bool = False
     traced: bool = False
+    fallbacks: bool = False
 
     @property
     def thread(self) -> bool:
@@ -105,6 +106,7 @@ SETUPS = (
     Setup("keys+Redis+budget", "chatgate-budget", keys=True, redis=True, budget=True),
     Setup("person+usage+budget+Redis", "chatgate-person-budget", token=True, redis=True, budget=True),
     Setup("traced", "chatgate-traced", traced=True),
+    Setup("fallbacks", "chatgate-fallbacks", fallbacks=True),
 )
 
 LEAK_GUARD_PROMPT = (
@@ -203,6 +205,11 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
     assert base.rstrip().rsplit("\n[", 1)[-1].startswith("agents."), "the agent's table must come last"
     if setup.leak_guard:
         base = with_leak_guard(base, "redact")
+    if setup.fallbacks:  # two more models of the same upstream, never called: the chain at rest
+        provider = re.search(r'^model = "([^:"]+):', base, flags=re.M)
+        assert provider is not None, "the agent's table names its model"
+        spares = ["builtin:echo"] * 2 if provider[1] == "builtin" else [f"{provider[1]}:spare-{i}" for i in (1, 2)]
+        base = base.rstrip() + f"\nfallbacks = {json.dumps(spares)}\n"
     tables = [base.rstrip() + ('\nconversations = "server"\n' if setup.thread else "\n")]
     server: dict[str, object] = {}
     if setup.store == "sqlite":

@@ -201,25 +201,43 @@ def _wait_until_serving(url: str, port: int, process: subprocess.Popen[bytes], l
     """True once this process listens on ``port`` and answers; False if another process took the port.
 
     A port probed free can be taken before the server binds it; then ``/healthz`` could be answered by
-    whoever took it, so the server's own "running on" line is awaited first.
+    whoever took it, so the listening socket is first checked to be this process's own.
     """
-    bound = f":{port} (Press CTRL+C to quit)".encode()
     deadline = time.monotonic() + STARTUP_SECONDS
     while True:
-        output = log.read_bytes()
         if process.poll() is not None:
-            if b"address already in use" in output.lower():
+            output = log.read_text(errors="replace")
+            if "address already in use" in output.lower():
                 return False
-            pytest.fail(f"chatgate serve did not start:\n{output.decode(errors='replace')}")
-        if bound in output:
+            pytest.fail(f"chatgate serve did not start:\n{output}")
+        if _listens(process.pid, port):
             try:
                 httpx.get(f"{url}/healthz", timeout=STARTUP_SECONDS)
                 return True
             except httpx.TransportError:  # (workers) listening before any worker accepts
                 pass
         if time.monotonic() > deadline:
-            pytest.fail(f"chatgate serve did not start in {STARTUP_SECONDS} s:\n{output.decode(errors='replace')}")
+            pytest.fail(f"chatgate serve did not start in {STARTUP_SECONDS} s:\n{log.read_text(errors='replace')}")
         time.sleep(0.1)
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a TCP socket listening on ``port`` (read from /proc)."""
+    listening = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for row in Path(table).read_text().splitlines()[1:]:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                    listening.add(f"socket:[{fields[9]}]")
+    if not listening:
+        return False
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for descriptor in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(descriptor) in listening:
+                    return True
+    return False
 
 
 def run_node_client(script: str, request: dict[str, Any], timeout: float = 60) -> Any:

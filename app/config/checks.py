@@ -64,6 +64,7 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
         problems += _context_problems(name, agent, provider.kind)
     for name, agent in config.agents.items():
         problems += _summary_model_problems(name, agent, config, environ)
+        problems += _fallback_problems(name, agent, config, environ)
     problems += _key_problems(config)
     if "files" in config.model_fields_set and config.store_url is None:
         problems.append("files: uploads are kept in the store, and none is configured; set [store] url")
@@ -132,6 +133,27 @@ def _summary_model_problems(name: str, agent: AgentConfig, config: Config, envir
     except ValueError as exc:
         return [f"{where}: {exc}"]
     return []
+
+
+def _fallback_problems(name: str, agent: AgentConfig, config: Config, environ: Mapping[str, str]) -> list[str]:
+    """Each fallback's provider known and its model settings (its own, else the agent's) of that provider's kind."""
+    problems = []
+    for index, entry in enumerate(agent.fallback_chain):
+        where = f"agents.{name}.fallbacks[{index}]"
+        settings = agent.model_settings if entry.model_settings is None else entry.model_settings
+        kind: ProviderKind | Literal["builtin"] = "builtin"
+        if entry.provider_name == "builtin":
+            if entry.model_name not in BUILTIN_MODELS:
+                problems.append(f"{where}: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}")
+                continue
+        else:
+            try:
+                kind = resolve_provider(config, entry.provider_name, environ).kind
+            except ValueError as exc:
+                problems.append(f"{where}: {exc}")
+                continue
+        problems += [f"{where}.model_settings.{problem}" for problem in setting_problems(kind, settings)]
+    return problems
 
 
 def _model_settings_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | Literal["builtin"]) -> list[str]:

@@ -103,6 +103,9 @@ class ServerSettings(_Strict):
     run_log_max_entries: int = Field(default=10_000, gt=0)
     run_log_lease_seconds: float = Field(default=3.0, gt=0)
     run_log_flush_seconds: float = Field(default=0.05, gt=0)
+    failover_failures: int = Field(default=3, ge=1)
+    failover_window_seconds: float = Field(default=30.0, gt=0)
+    failover_cooldown_seconds: float = Field(default=30.0, gt=0)
 
     @model_validator(mode="after")
     def _flush_within_the_lease(self) -> ServerSettings:
@@ -475,10 +478,50 @@ class ContextConfig(_Strict):
         return window
 
 
-class AgentConfig(_Strict):
+class ModelNamed:
+    """What a ``model`` written ``provider:model`` names: ``provider_name`` and ``model_name``."""
+
+    model: str
+
+    @property
+    def provider_name(self) -> str:
+        """The part of ``model`` before the first colon."""
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        """The part of ``model`` after the first colon."""
+        return self.model.split(":", 1)[1]
+
+
+class FallbackConfig(ModelNamed, _Strict):
+    """One entry of an agent's ``fallbacks`` written as a table: its model and what differs for it.
+
+    ``model_settings`` replaces the agent's for this entry when given; ``window`` is the model's context
+    window in tokens, which lets a context-length refusal fail over to it (docs/providers.md, "Failover").
+    """
+
+    model: str = Field(description="provider:model")
+    model_settings: dict[str, Any] | None = None
+    window: int | None = Field(default=None, gt=0)
+
+    @field_validator("model")
+    @classmethod
+    def _provider_and_model(cls, model: str) -> str:
+        return _checked_model(model)
+
+
+def _checked_model(model: str) -> str:
+    if not re.match(_MODEL, model):
+        raise ValueError(f"write the model as provider:model, e.g. openai:gpt-4.1 or builtin:echo (got {model!r})")
+    return model
+
+
+class AgentConfig(ModelNamed, _Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
     model: str = Field(description="provider:model")
+    fallbacks: tuple[str | FallbackConfig, ...] = ()
     system_prompt: str | SystemPromptConfig | None = None
     instructions: str | None = None
     allow_request_instructions: bool = False
@@ -501,9 +544,20 @@ class AgentConfig(_Strict):
     @field_validator("model")
     @classmethod
     def _provider_and_model(cls, model: str) -> str:
-        if not re.match(_MODEL, model):
-            raise ValueError(f"write the model as provider:model, e.g. openai:gpt-4.1 or builtin:echo (got {model!r})")
-        return model
+        return _checked_model(model)
+
+    @field_validator("fallbacks")
+    @classmethod
+    def _fallback_models(cls, fallbacks: tuple[str | FallbackConfig, ...]) -> tuple[str | FallbackConfig, ...]:
+        for entry in fallbacks:
+            if isinstance(entry, str):
+                _checked_model(entry)
+        return fallbacks
+
+    @property
+    def fallback_chain(self) -> tuple[FallbackConfig, ...]:
+        """The ``fallbacks`` in order, each as a table (a plain ``"provider:model"`` keeps the agent's settings)."""
+        return tuple(FallbackConfig(model=entry) if isinstance(entry, str) else entry for entry in self.fallbacks)
 
     @property
     def leak_guard_mode(self) -> LeakGuardMode:
@@ -511,16 +565,6 @@ class AgentConfig(_Strict):
         if self.leak_guard.mode is not None:
             return self.leak_guard.mode
         return "redact" if self.manage_system_prompt == "server" else "off"
-
-    @property
-    def provider_name(self) -> str:
-        """The part of ``model`` before the first colon."""
-        return self.model.split(":", 1)[0]
-
-    @property
-    def model_name(self) -> str:
-        """The part of ``model`` after the first colon."""
-        return self.model.split(":", 1)[1]
 
 
 class Config(_Strict):

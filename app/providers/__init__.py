@@ -34,6 +34,7 @@ __all__ = [
     "build_provider",
     "context_full",
     "is_length_refusal",
+    "provider_of",
     "upstream_client",
 ]
 
@@ -50,10 +51,16 @@ def build_provider(agent: AgentConfig, config: Config, http_client: httpx.AsyncC
     A provider name is a ``[providers.NAME]`` table, or one of the built-in names ``builtin``,
     ``openai``, ``anthropic`` and ``ollama`` (these three configured from the environment).
     """
-    if agent.provider_name == "builtin":
+    return provider_of(agent.model, config, http_client)
+
+
+def provider_of(model: str, config: Config, http_client: httpx.AsyncClient) -> Provider:
+    """The provider that serves ``model`` (``provider:model``), as ``build_provider`` finds it."""
+    name = model.split(":", 1)[0]
+    if name == "builtin":
         return EchoModel()
     try:
-        settings = resolve_provider(config, agent.provider_name)
+        settings = resolve_provider(config, name)
     except ValueError as exc:
-        raise ConfigError([f"model {agent.model!r}: {exc}"]) from None
-    return PROVIDER_KINDS[settings.kind](agent.provider_name, settings, http_client)
+        raise ConfigError([f"model {model!r}: {exc}"]) from None
+    return PROVIDER_KINDS[settings.kind](name, settings, http_client)

@@ -274,6 +274,8 @@ def _status_error(name: str, response: httpx.Response, excerpt: str, redact: Cal
         public, kind = "The model provider is overloaded; try again later.", "overloaded"
     elif status >= 500:
         public, kind = "The model provider failed.", "upstream_5xx"
+    elif status == 408:  # the upstream's own request timeout: the request was fine
+        public, kind = "The model provider timed out.", "timeout"
     else:
         public, kind = "The model provider rejected the request.", "rejected"
     return ProviderError(detail, public_message=public, retryable=status in RETRYABLE_STATUS, kind=kind)

@@ -22,7 +22,9 @@ from chatgate.config import AgentConfig, Config, answer_tokens, import_function,
 from chatgate.context import ContextBudget, SummaryModel, summary_model, window_probe
 from chatgate.files import FileInliner
 from chatgate.leak_guard import prepare_look_alikes
-from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider
+from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider, provider_of
+from chatgate.run.failover import ChainEntry
+from chatgate.run.health import ModelHealth
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
 from chatgate.run.tools import ServerTool, Tool, ToolSource
 from chatgate.run_input import ToolDefinition
@@ -48,7 +50,9 @@ class Agent:
     working directory. ``context`` is its context budget (app/context/), None when no window is set;
     ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/context/summary_writer.py).
     ``files`` gives model calls the bytes of the uploads the history references (app/files/); a
-    request sets its caller's, as it does ``approval_scope``.
+    request sets its caller's, as it does ``approval_scope``. ``fallbacks`` are the models tried after
+    ``provider``'s when a call fails before any event (app/run/failover.py); ``chain`` is all of them in
+    order, ``health`` the app's breaker that skips a failing one (app/run/health.py).
     """
 
     name: str
@@ -64,12 +68,35 @@ class Agent:
     context: ContextBudget | None = None
     files: FileInliner | None = None
     summary_model: SummaryModel | None = None
+    fallbacks: tuple[ChainEntry, ...] = ()
+    health: ModelHealth | None = None
+    chain: tuple[ChainEntry, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
+        window = self.config.context.window
+        first = ChainEntry(self.config.model, self.provider, self.config.model_settings, window=_known(window))
+        object.__setattr__(self, "chain", (first, *self.fallbacks))
         if not self.approval_scope:
             object.__setattr__(self, "approval_scope", approval_scope(self.name, ""))
         if self.prompt is None and self.config.system_prompt is not None:
             object.__setattr__(self, "prompt", prompt_template(self.config, Path.cwd()))
+
+
+def _known(window: int | str | None) -> int | None:
+    return window if isinstance(window, int) else None
+
+
+def _fallbacks(agent: AgentConfig, config: Config, http_client: httpx.AsyncClient) -> tuple[ChainEntry, ...]:
+    """The agent's ``fallbacks``, each with its provider and settings (its own, else the agent's)."""
+    return tuple(
+        ChainEntry(
+            entry.model,
+            provider_of(entry.model, config, http_client),
+            agent.model_settings if entry.model_settings is None else entry.model_settings,
+            window=entry.window,
+        )
+        for entry in agent.fallback_chain
+    )
 
 
 def prompt_template(agent: AgentConfig, base_dir: Path) -> PromptTemplate | None:
@@ -147,6 +174,7 @@ class AgentRegistry:
     ``approvals`` is the app's (one per app, outliving reloads): building a registry with it warns when
     the config has approvals to answer and no shared ledger. By default the registry has its own.
     ``mcp`` is the app's MCP servers (started with the app): agents get the tools they choose of them.
+    ``health`` is the app's fallback breaker (kept across reloads); without one, chains skip no model.
     """
 
     def __init__(
@@ -155,6 +183,7 @@ class AgentRegistry:
         http_client: httpx.AsyncClient,
         approvals: AppApprovals | None = None,
         mcp: ToolSource | None = None,
+        health: ModelHealth | None = None,
     ) -> None:
         self.config = config
         if approvals is not None:
@@ -175,6 +204,8 @@ class AgentRegistry:
                 prompt=prompt_template(agent, config.base_dir),
                 context=context_budget(name, agent, config, http_client),
                 summary_model=summary_model(agent, providers[name], config, http_client),
+                fallbacks=_fallbacks(agent, config, http_client),
+                health=health,
             )
             for name, agent in config.agents.items()
         }
@@ -197,4 +228,5 @@ class AgentRegistry:
     async def aclose(self) -> None:
         """Release every provider."""
         for agent in self._agents.values():
-            await agent.provider.aclose()
+            for entry in agent.chain:
+                await entry.provider.aclose()

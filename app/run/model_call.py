@@ -21,6 +21,7 @@ from chatgate.providers import ModelRequest
 from chatgate.run.agents import Agent
 from chatgate.run.assembly import MessageAssembler
 from chatgate.run.endings import OWN_ENDINGS
+from chatgate.run.failover import ChainEntry
 from chatgate.telemetry import Metrics
 from chatgate.usage import RunAccount
 
@@ -70,22 +71,36 @@ class ModelCalls:
             self._account.add(usage)
         self.tally.add(*model, usage)
 
-    async def open(self, request: ModelRequest, messages: tuple[Message, ...], step: int) -> ModelCall:
-        """Start the agent's model call of ``step`` on ``messages`` (``request``'s history as this call sees it)."""
+    async def open(
+        self,
+        request: ModelRequest,
+        messages: tuple[Message, ...],
+        step: int,
+        entry: ChainEntry | None = None,
+        failover: str | None = None,
+    ) -> ModelCall:
+        """Start the model call of ``step`` on ``messages`` (``request``'s history as this call sees it).
+
+        ``entry`` is the model of the agent's chain it calls (its first by default); ``failover`` why the
+        step moved to it, for the call's span.
+        """
         agent = self._agent
-        config = agent.config
-        meter = await self.start(config.provider_name)
+        if entry is None:
+            entry = agent.chain[0]
+        elif entry is not agent.chain[0]:
+            request = replace(request, model=entry.model_name, settings=entry.settings)
+        meter = await self.start(entry.provider_name)
         answer = MessageAssembler(new_id("msg")) if agent.server_tools else None
         span: ModelCallTrace | None = None
         transcript = answer  # what a captured span records as the answer
         if self._trace is not None:
-            span = self._trace.model_call(replace(request, messages=messages), step)
+            span = self._trace.model_call(replace(request, messages=messages), step, entry.provider_name, failover)
             if transcript is None and self._trace.capture_content:
                 transcript = MessageAssembler(new_id("msg"))
         if agent.files is not None:  # uploads' references become bytes in this call only
             messages = await agent.files.inline(messages)
-        stream = agent.provider.stream(replace(request, messages=messages))
-        return ModelCall(self, (config.provider_name, config.model_name), stream, meter, span, answer, transcript)
+        stream = entry.provider.stream(replace(request, messages=messages))
+        return ModelCall(self, (entry.provider_name, entry.model_name), stream, meter, span, answer, transcript)
 
 
 class ModelCall:

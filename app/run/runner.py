@@ -27,6 +27,7 @@ from chatgate.run.dispatch import (
     tool_message,
 )
 from chatgate.run.endings import SHUTTING_DOWN, RunEnding, RunError, ServerStopping, max_steps_notice
+from chatgate.run.failover import Failover
 from chatgate.run.model_call import ModelCalls
 from chatgate.run.model_request import build_model_request, guarded_request
 from chatgate.run.model_view import ModelView
@@ -84,15 +85,17 @@ async def run_agent(
             async for event in settle_pending_calls(agent, run_input, history, trace):
                 yield event
         view = await ModelView(agent, run_input, calls, metrics, summaries).ready()
+        chain = Failover(agent.name, agent.chain, agent.health, metrics)
+        await chain.start()
         steps = _Steps(agent.max_steps)
         for step in steps:
             name = f"model-call-{step}"
-            if steps.limit is None:  # not a retry
+            if not steps.repeated:
                 yield StepStarted(name)
             messages, spent = await view.messages(history, request.tools, steps.limit)
             if spent is not None:
                 yield spent  # the run's usage on the stream includes the summary's
-            call = await calls.open(request, messages, step)
+            call = await calls.open(request, messages, step, chain.entry, chain.reason)
             transcript, first_event_at = call.transcript, None
             guard_filter = guard.filter if guard is not None else _unguarded  # looked up once, not per event
             try:
@@ -124,7 +127,12 @@ async def run_agent(
             except BaseException as exc:
                 for delta in call.failed(exc, guard):  # what the guard released before, or held back
                     yield delta
-                if first_event_at is not None or not steps.again(view.shorter(exc)):
+                if first_event_at is not None:
+                    raise
+                if await chain.next(exc):  # nothing was shown: the same step on the chain's next model
+                    steps.once_more()
+                    continue
+                if not steps.again(view.shorter(exc)):
                     raise
                 continue  # a length refusal: the step once more, on a shorter view
             finally:
@@ -153,17 +161,20 @@ def _unguarded(event: RunEvent) -> RunEvent | None:
 
 
 class _Steps:
-    """The run's steps, 1 to ``max_steps``; after ``again`` the same step once more, on a shorter view."""
+    """The run's steps, 1 to ``max_steps``; after ``again`` the same step once more (a shorter view, another model)."""
 
-    __slots__ = ("_again", "_most", "limit", "step")
+    __slots__ = ("_again", "_most", "limit", "repeated", "step")
 
     def __init__(self, most: int) -> None:
         self._most, self.step, self._again = most, 0, False
         self.limit: int | None = None
-        """The shorter view's budget (tokens) of a step tried again; None on its first try."""
+        """The shorter view's budget (tokens) of a step tried again after a length refusal; None otherwise."""
+        self.repeated = False
+        """The step is being tried again (its ``StepStarted`` was sent)."""
 
     def __iter__(self) -> Iterator[int]:
         while self._again or self.step < self._most:
+            self.repeated = self._again
             if not self._again:
                 self.step, self.limit = self.step + 1, None
             self._again = False
@@ -175,3 +186,7 @@ class _Steps:
             return False
         self.limit, self._again = limit, True
         return True
+
+    def once_more(self) -> None:
+        """Try the step again as it was (on the fallback chain's next model)."""
+        self._again = True

@@ -119,6 +119,7 @@ class Metrics:
             ["provider", "agent", "kind"],
             registry=registry,
         )
+        self.failovers, self.breaker_trips = _failover_counters(registry)
         self.tokens = Counter(
             "chatgate_model_tokens",
             "Tokens the provider reported, by type input, output, reasoning or cached_input"
@@ -186,6 +187,14 @@ class Metrics:
         """Count one request refused by the per-key ``limit`` (``"rpm"`` or ``"max_concurrent_streams"``)."""
         self.rate_limited.labels(key_label(caller), limit).inc()
 
+    def count_failover(self, agent: str, source: str, target: str, reason: str) -> None:
+        """A step moved from model ``source`` to ``target`` (``provider:model``) for ``reason``."""
+        self.failovers.labels(agent, source, target, reason).inc()
+
+    def count_breaker_trip(self, model: str) -> None:
+        """A failure of ``model`` in this process started its cooldown."""
+        self.breaker_trips.labels(model).inc()
+
     def count_stripped(self, agent: str, count: int) -> None:
         """Count ``count`` client system messages the policy removed for ``agent``."""
         if count:
@@ -225,6 +234,26 @@ class Metrics:
         if series is None:
             series = self._call_series[(provider, agent)] = _CallSeries(self, provider, agent)
         return ModelCallMeter(series, time.perf_counter())
+
+
+def _failover_counters(registry: CollectorRegistry) -> tuple[Counter, Counter]:
+    """``chatgate_failovers_total`` and ``chatgate_breaker_trips_total`` (fallback chains, app/run/failover.py)."""
+    failovers = Counter(
+        "chatgate_failovers",
+        "Steps moved to the next model of an agent's fallback chain before any output, by the model failed "
+        "from, the model moved to and the reason (the failure's kind, context_length, or cooling_down for "
+        "a model the breaker skipped)",
+        ["agent", "from", "to", "reason"],
+        registry=registry,
+    )
+    trips = Counter(
+        "chatgate_breaker_trips",
+        "Cooldowns of a fallback chain's model (provider:model) started by a failure in this process: "
+        "from then on chains skip it for [server] failover_cooldown_seconds",
+        ["model"],
+        registry=registry,
+    )
+    return failovers, trips
 
 
 class _StreamSeries:

@@ -175,17 +175,24 @@ class RunTrace:
             attributes["chatgate.prompt.version"] = hashlib.sha256(prompt.template.encode()).hexdigest()[:12]
         self._attributes.update(attributes)
 
-    def model_call(self, request: ModelRequest, step: int) -> ModelCallTrace:
-        """The ``chat {model}`` span of one model call, started now."""
+    def model_call(
+        self, request: ModelRequest, step: int, provider: str | None = None, failover: str | None = None
+    ) -> ModelCallTrace:
+        """The ``chat {model}`` span of one model call, started now.
+
+        ``provider`` is the provider called (the agent's by default); ``failover`` why the step moved to
+        this model of the agent's fallback chain (``chatgate.failover.reason``).
+        """
         if not self._recording:
             return ModelCallTrace(self.span, False, recording=False)
-        config = self._agent.config
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": config.provider_name,
+            "gen_ai.provider.name": provider or self._agent.config.provider_name,
             "gen_ai.request.model": request.model,
             "chatgate.step": step,
         }
+        if failover is not None:
+            attributes["chatgate.failover.reason"] = failover
         for name, value in request.settings.items():
             key = _SETTINGS.get(name)
             if key is None:

@@ -138,6 +138,7 @@ class UsageAccounts:
         if self.fail_open:
             logger.warning("budgets not checked, Redis is unavailable: %s", error)
             return
+        logger.warning("budgets not checked, Redis is unavailable: %r; the request is refused (503)", error)
         message = "budgets cannot be checked right now; retry later"
         raise RequestError(503, "budgets_unavailable", message, headers={"Retry-After": "5"}) from error
 

@@ -26,7 +26,7 @@ from chatgate.files import FileStore
 from chatgate.mcp import MCPServers
 from chatgate.protocol import UIProtocol
 from chatgate.providers import upstream_client
-from chatgate.run import AgentRegistry
+from chatgate.run import AgentRegistry, model_health
 from chatgate.runlog import app_run_log
 from chatgate.store import open_store
 from chatgate.threads import RunRecovery, ThreadServices, checkpoint_runs, close_thread_runs, sweep_dead_runs
@@ -63,7 +63,7 @@ async def chatgate_lifespan(
         )
 
         def apply(new_config: Config) -> None:
-            running.agents = AgentRegistry(new_config, http_client, running.approvals, running.mcp)
+            running.agents = AgentRegistry(new_config, http_client, running.approvals, running.mcp, running.health)
 
         if config_path is not None:
             running.config_watcher = ConfigWatcher(config_path, apply, config=config)
@@ -94,7 +94,9 @@ async def _open(
     mcp.start()
     for name, connection in mcp.connections.items():
         add_check(app, f"mcp:{name}", connection.ping)
-    agents = AgentRegistry(config, http_client, approvals, mcp)
+    # The fallback breaker, also kept across reloads.
+    health = model_health(config.server, redis, services.metrics.count_breaker_trip)
+    agents = AgentRegistry(config, http_client, approvals, mcp, health)
     store = (
         await open_store(config.store_url, config.base_dir, lock_timeout=config.store.lock_timeout_seconds)
         if config.store_url
@@ -121,7 +123,7 @@ async def _open(
         else None
     )
     files = FileStore(store.engine) if store is not None else None
-    return Running(agents, redis, approvals, mcp, store, files, run_log, usage, recovery, threads)
+    return Running(agents, redis, approvals, mcp, store, files, run_log, usage, recovery, threads, health=health)
 
 
 def _background(services: Services, running: Running) -> list[asyncio.Task[None]]:

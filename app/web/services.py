@@ -24,7 +24,7 @@ from chatgate.config import Config, ConfigWatcher
 from chatgate.drain import Drain
 from chatgate.files import FileStore
 from chatgate.mcp import MCPServers
-from chatgate.run import AgentRegistry
+from chatgate.run import AgentRegistry, ModelHealth
 from chatgate.runlog import RunLog
 from chatgate.store import ThreadStore
 from chatgate.telemetry import Metrics
@@ -60,6 +60,8 @@ class Running:
     threads: ThreadServices | None
     """What a stored thread's turn reads (None without a store)."""
     config_watcher: ConfigWatcher | None = None
+    health: ModelHealth | None = None
+    """The fallback chains' breaker (app/run/health.py), kept across reloads."""
 
 
 @dataclass(slots=True)

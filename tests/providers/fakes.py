@@ -2,10 +2,11 @@
 
 A ``FakeUpstream`` answers each request with the next ``Reply`` (the last one repeats; a subclass may
 choose it from the request instead, ``reply_to``): a status, then body pieces written one by one
-(``bytes`` is one write, a ``float`` a pause), then the end the reply asks for: a complete chunked
-body, a connection cut mid-body, or silence. A body sent without ``content-type: application/json``
-gets a 415 instead, as from Anthropic's API, which requires it. It records every request's path,
-headers and JSON body, and when each connection was closed by the client.
+(``bytes`` is one write, a ``float`` a pause, a ``threading.Event`` a wait until the test sets it), then
+the end the reply asks for: a complete chunked body, a connection cut mid-body, or silence. A body sent
+without ``content-type: application/json`` gets a 415 instead, as from Anthropic's API, which requires
+it. It records every request's path, headers and JSON body, and when each connection was closed by the
+client.
 
 The helpers below build each provider's exact wire frames.
 """
@@ -16,7 +17,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -38,11 +39,14 @@ __all__ = [
 Ending = Literal["complete", "cut", "silent"]
 
 
+GATE_POLL_SECONDS = 0.02
+
+
 @dataclass
 class Reply:
     """One scripted answer."""
 
-    body: list[bytes | float] = field(default_factory=list)
+    body: Sequence[bytes | float | threading.Event] = field(default_factory=list)
     status: int = 200
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
     ending: Ending = "complete"
@@ -158,6 +162,10 @@ class FakeUpstream:
             if isinstance(piece, float):
                 await asyncio.wait([hangup], timeout=piece)
                 continue
+            if isinstance(piece, threading.Event):
+                while not piece.is_set() and not hangup.done():
+                    await asyncio.wait([hangup], timeout=GATE_POLL_SECONDS)
+                continue
             writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             await writer.drain()
         if reply.ending == "silent" or hangup.done():
@@ -165,6 +173,7 @@ class FakeUpstream:
             self.closed_at.append(time.monotonic())
             return False
         hangup.cancel()
+        await asyncio.wait([hangup])  # its read is over before the next request's is started
         if reply.ending == "cut":
             return False
         writer.write(b"0\r\n\r\n")

@@ -10,16 +10,18 @@ import httpx
 
 from chatgate.config import Config
 from tests.conftest import make_config, run_node_client
+from tests.pacing import OUTLAST, seconds_of, words_lasting
 
 Serve = Callable[[Config], str]
 _TEXT = " ".join(f"word{n}" for n in range(24))
+DELAY = 0.15
 
 
 def _config(store_url: str) -> Config:
     """``bot`` answers slowly, so a run is still going when the client comes back; ``quick`` is the same agent
     without the delay, for the unbroken answer and for runs that only need to end."""
     agent = {"model": "builtin:echo", "conversations": "server"}
-    return make_config({"bot": {**agent, "model_settings": {"delay": 0.15}}, "quick": agent}, store={"url": store_url})
+    return make_config({"bot": {**agent, "model_settings": {"delay": DELAY}}, "quick": agent}, store={"url": store_url})
 
 
 def _run(url: str, thread_id: str, messages: list[dict[str, Any]], agent: str = "bot") -> Any:
@@ -28,15 +30,20 @@ def _run(url: str, thread_id: str, messages: list[dict[str, Any]], agent: str = 
     )
 
 
-def _user(thread_id: str) -> dict[str, Any]:
-    return {"id": f"u-{thread_id}", "role": "user", "content": _TEXT}
+def _user(thread_id: str, text: str = _TEXT) -> dict[str, Any]:
+    return {"id": f"u-{thread_id}", "role": "user", "content": text}
+
+
+def _lasting_text(url: str) -> str:
+    """A text whose slow answer outlasts the Node client's start, timed now on a quick thread."""
+    return words_lasting(OUTLAST * seconds_of(lambda: _run(url, "probe", [_user("probe")], agent="quick")), DELAY)
 
 
 def drop_after_first_delta(
-    url: str, thread_id: str, path: str = "/agents/bot/ag-ui", headers: dict[str, str] | None = None
+    url: str, thread_id: str, text: str = _TEXT, path: str = "/agents/bot/ag-ui", headers: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """Start a run at ``path`` and hang up after its first text delta; the events read until then."""
-    body = {"threadId": thread_id, "runId": "r1", "messages": [_user(thread_id)], "tools": [], "context": []}
+    body = {"threadId": thread_id, "runId": "r1", "messages": [_user(thread_id, text)], "tools": [], "context": []}
     events: list[dict[str, Any]] = []
     with httpx.stream("POST", f"{url}{path}", json=body, headers=headers, timeout=30) as response:
         assert response.status_code == 200, response.read()
@@ -50,10 +57,11 @@ def drop_after_first_delta(
 
 def test_a_reconnect_follows_the_running_run_to_the_message_an_unbroken_one_gives(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    unbroken = _run(url, "whole", [_user("whole")], agent="quick")
-    dropped = drop_after_first_delta(url, "t1")
+    text = _lasting_text(url)
+    unbroken = _run(url, "whole", [_user("whole", text)], agent="quick")
+    dropped = drop_after_first_delta(url, "t1", text)
     assert httpx.get(f"{url}/agents/bot/threads/t1").json()["running"]
-    resumed = _run(url, "t1", [_user("t1")])  # same threadId, nothing new: a reconnect
+    resumed = _run(url, "t1", [_user("t1", text)])  # same threadId, nothing new: a reconnect
     types = [event["type"] for event in resumed["events"]]
     assert types.count("RUN_STARTED") == 1 and types[-1] == "RUN_FINISHED"
     # Replayed from RUN_STARTED; a snapshot of the thread before the run resets what the client kept.
@@ -68,11 +76,12 @@ def test_a_reconnect_follows_the_running_run_to_the_message_an_unbroken_one_give
 
 def test_a_client_that_kept_the_partial_answer_gets_it_rebuilt_not_doubled(serve: Serve, store_url: str) -> None:
     url = serve(_config(store_url))
-    unbroken = _run(url, "whole", [_user("whole")], agent="quick")
-    dropped = drop_after_first_delta(url, "t1")
+    text = _lasting_text(url)
+    unbroken = _run(url, "whole", [_user("whole", text)], agent="quick")
+    dropped = drop_after_first_delta(url, "t1", text)
     start = next(event for event in dropped if event["type"] == "TEXT_MESSAGE_START")
     kept = {"id": start["messageId"], "role": "assistant", "content": dropped[-1]["delta"]}
-    resumed = _run(url, "t1", [_user("t1"), kept])  # what HttpAgent holds after its stream broke
+    resumed = _run(url, "t1", [_user("t1", text), kept])  # what HttpAgent holds after its stream broke
     assert [m["role"] for m in resumed["messages"]] == ["user", "assistant"]
     assert resumed["messages"][1]["content"] == unbroken["messages"][1]["content"]
 

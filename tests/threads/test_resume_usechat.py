@@ -10,16 +10,18 @@ import pytest
 
 from chatgate.config import Config
 from tests.conftest import make_config, run_node_client
+from tests.pacing import OUTLAST, seconds_of, words_lasting
 
 Serve = Callable[[Config], str]
 _TEXT = " ".join(f"word{n}" for n in range(24))
+DELAY = 0.15
 
 
 def _config(store_url: str, version: int = 6) -> Config:
     """``bot`` answers slowly, so a run is still going when the client comes back; ``quick`` is the same agent
     without the delay, for the unbroken answer and for turns that only need to end."""
     agent = {"model": "builtin:echo", "conversations": "server", "vercel_ai_version": f"v{version}"}
-    return make_config({"bot": {**agent, "model_settings": {"delay": 0.15}}, "quick": agent}, store={"url": store_url})
+    return make_config({"bot": {**agent, "model_settings": {"delay": DELAY}}, "quick": agent}, store={"url": store_url})
 
 
 def _chat(url: str, chat_id: str, steps: list[dict[str, Any]], version: int, agent: str = "bot", **extra: Any) -> Any:
@@ -50,8 +52,10 @@ def test_a_dropped_stream_resumes_to_the_message_an_unbroken_one_gives(
     serve: Serve, store_url: str, version: int
 ) -> None:
     url = serve(_config(store_url, version))
-    unbroken = _chat(url, "whole", [{"sendMessage": {"text": _TEXT}}], version, agent="quick")["messages"][-1]
-    drop_after_first_delta(url, "c1")
+    probe = seconds_of(lambda: _chat(url, "probe", [{"sendMessage": {"text": "hi"}}], version, agent="quick"))
+    text = words_lasting(OUTLAST * probe, DELAY)  # the slow answer outlasts the client's start, timed now
+    unbroken = _chat(url, "whole", [{"sendMessage": {"text": text}}], version, agent="quick")["messages"][-1]
+    drop_after_first_delta(url, "c1", text)
     resumed = _chat(url, "c1", [{"resume": True}], version, messagesUrl=f"{url}/agents/bot/threads/c1/messages")
     request = resumed["requests"][0]
     assert request["status"] == 200

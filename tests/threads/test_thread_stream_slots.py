@@ -6,6 +6,7 @@ hang up after the first byte while their runs go on, never has more than 2 model
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +23,11 @@ from tests.providers.support import provider_table
 Serve = Callable[[Config], str]
 SECRET = "slots-secret-0123456789"
 AUTH = {"authorization": f"Bearer {SECRET}"}
-# The first word at once, the rest after a pause: the runs are still going when every client has hung up.
-SLOW = Reply([openai_chunk({"content": "first "}), 3.0, openai_chunk({}, "stop"), b"data: [DONE]\n\n"])
+
+
+def held_reply(release: threading.Event) -> Reply:
+    """The first word at once, the rest when ``release`` is set: the runs go on while every client hangs up."""
+    return Reply([openai_chunk({"content": "first "}), release, openai_chunk({}, "stop"), b"data: [DONE]\n\n"])
 
 
 def body(thread: str) -> dict[str, Any]:
@@ -43,7 +47,8 @@ def test_clients_that_hang_up_do_not_free_their_slot_while_the_run_goes_on(
     serve: Serve, tmp_path: Path, limits: str, request: pytest.FixtureRequest
 ) -> None:
     server = {"redis_url": request.getfixturevalue("redis_url")} if limits == "redis" else {}
-    with fake_in_thread(SLOW) as upstream:
+    release = threading.Event()
+    with fake_in_thread(held_reply(release)) as upstream:
         config = make_config(
             {"bot": {"model": "up:m", "conversations": "server"}},
             providers={"up": provider_table("openai", upstream.url, timeouts={"idle": 10.0})},
@@ -55,6 +60,7 @@ def test_clients_that_hang_up_do_not_free_their_slot_while_the_run_goes_on(
         statuses = [hang_up_after_the_first_byte(base, f"t{n}") for n in range(10)]
         assert statuses == [200, 200] + [429] * 8
         assert len(upstream.requests) == 2  # at most 2 model calls in flight, though every client left
+        release.set()
         # The slots come back when the runs end: a new stream is then admitted.
         deadline = time.monotonic() + 30
         while (status := hang_up_after_the_first_byte(base, "later")) == 429 and time.monotonic() < deadline:

@@ -19,6 +19,9 @@ from tests.oidc_provider import OpenIDProvider
 
 Serve = Callable[[Config], str]
 _TEXT = " ".join(f"word{n}" for n in range(24))
+# Alice's run is stopped, never waited for: long enough (60 s at 0.1 s a word) to be running at her stop
+# however slow the machine is, which a 3 s answer was not under load.
+_LONG_TEXT = " ".join(f"word{n}" for n in range(600))
 
 
 def _config(store_url: str, issuer: str) -> Config:
@@ -31,13 +34,14 @@ def _config(store_url: str, issuer: str) -> Config:
     )
 
 
-def _body(thread_id: str) -> dict[str, Any]:
-    user = {"id": f"u-{thread_id}", "role": "user", "content": _TEXT}
+def _body(thread_id: str, text: str = _TEXT) -> dict[str, Any]:
+    user = {"id": f"u-{thread_id}", "role": "user", "content": text}
     return {"threadId": thread_id, "runId": "r1", "messages": [user], "tools": [], "context": []}
 
 
 def _start_and_hang_up(url: str, headers: dict[str, str], thread_id: str) -> None:
-    with httpx.stream("POST", f"{url}/agents/bot/ag-ui", json=_body(thread_id), headers=headers, timeout=30) as reply:
+    body = _body(thread_id, _LONG_TEXT)
+    with httpx.stream("POST", f"{url}/agents/bot/ag-ui", json=body, headers=headers, timeout=30) as reply:
         assert reply.status_code == 200
         for line in reply.iter_lines():
             if line.startswith("data: ") and json.loads(line[6:])["type"] == "TEXT_MESSAGE_CONTENT":

@@ -68,7 +68,7 @@ def _post(url: str, path: str, who: str, body: Any) -> httpx.Response:
 
 def _start_and_drop(url: str, thread_id: str, who: str = "alice") -> list[dict[str, Any]]:
     """Start a run on ``bot`` through the runtime route and hang up after its first text delta."""
-    return drop_after_first_delta(url, thread_id, f"{BASE}/agent/bot/run", _auth(who))
+    return drop_after_first_delta(url, thread_id, path=f"{BASE}/agent/bot/run", headers=_auth(who))
 
 
 def _stored(url: str, thread_id: str, who: str = "alice") -> list[dict[str, Any]]:

@@ -1,0 +1,114 @@
+"""Fallback chains: a step whose model call fails before any event moves, silently, to the next model.
+
+An agent's chain is its ``model`` then its ``fallbacks`` (``ChainEntry`` each). A run keeps its place
+in the chain (``Failover``): it starts at the first model the breaker (health.py) is not cooling down, and
+a failure before the call yielded anything moves the step on when ``failover_reason`` names a reason.
+Nothing here runs per token: once per run, and once per failed attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chatgate.config import ModelNamed
+from chatgate.errors import ProviderError
+from chatgate.providers import CONTEXT_LENGTH_EXCEEDED, Provider
+from chatgate.run.health import ModelHealth
+from chatgate.telemetry import Metrics
+
+__all__ = ["FAILOVER_KINDS", "ChainEntry", "Failover", "failover_reason"]
+
+logger = logging.getLogger("chatgate.runner")
+
+FAILOVER_KINDS = frozenset({"connect", "rate_limited", "overloaded", "upstream_5xx", "timeout", "interrupted"})
+"""The ``ProviderError`` kinds a chain moves on from: the upstream, not the request, failed."""
+
+COOLING_DOWN = "cooling_down"
+CONTEXT_LENGTH = "context_length"
+
+
+@dataclass(frozen=True, slots=True)
+class ChainEntry(ModelNamed):
+    """One model of an agent's chain: ``provider:model``, its provider, settings and known window (tokens)."""
+
+    model: str
+    provider: Provider
+    settings: Mapping[str, Any]
+    window: int | None = None
+
+
+def failover_reason(failure: BaseException, failed: ChainEntry, following: ChainEntry) -> str | None:
+    """Why a step that ``failed`` before any event moves on to ``following``, or None when it must not.
+
+    Only the upstream's failures move on (``FAILOVER_KINDS``), and a length refusal when ``following``
+    has the larger known window; never a rejected request (an operator's error), a hang-up or a stop.
+    """
+    if not isinstance(failure, ProviderError):
+        return None
+    if failure.code == CONTEXT_LENGTH_EXCEEDED:
+        wider = failed.window is not None and following.window is not None and following.window > failed.window
+        return CONTEXT_LENGTH if wider else None
+    return failure.kind if failure.kind in FAILOVER_KINDS else None
+
+
+class Failover:
+    """One run's place in its agent's chain; ``entry`` is the model the next attempt calls."""
+
+    __slots__ = ("_agent", "_chain", "_health", "_index", "_metrics", "reason")
+
+    def __init__(
+        self, agent: str, chain: tuple[ChainEntry, ...], health: ModelHealth | None, metrics: Metrics | None
+    ) -> None:
+        self._agent, self._chain, self._health, self._metrics = agent, chain, health, metrics
+        self._index = 0
+        self.reason: str | None = None
+        """Why the current entry is being tried (None: it is the run's first choice)."""
+
+    @property
+    def entry(self) -> ChainEntry:
+        """The model the next attempt calls."""
+        return self._chain[self._index]
+
+    async def start(self) -> None:
+        """Begin at the first model not cooling down (the first of all when every one is)."""
+        if self._health is None or len(self._chain) < 2:
+            return
+        cooling = await self._health.cooling_down([entry.model for entry in self._chain])
+        self._index = self._first_healthy(0, cooling)
+        if self._index:
+            self._moved(self._chain[0], COOLING_DOWN)
+
+    async def next(self, failure: BaseException) -> bool:
+        """After ``failure`` ended an attempt before any event: move on if the chain has a model to move to."""
+        index = self._index
+        if index + 1 >= len(self._chain):
+            return False
+        failed = self._chain[index]
+        reason = failover_reason(failure, failed, self._chain[index + 1])
+        if reason is None:
+            return False
+        cooling: set[str] = set()
+        if self._health is not None:
+            await self._health.failed(failed.model)
+            cooling = await self._health.cooling_down([entry.model for entry in self._chain[index + 1 :]])
+        self._index = self._first_healthy(index + 1, cooling)
+        logger.warning(
+            "agent %r: %s failed (%s): %s; trying %s", self._agent, failed.model, reason, failure, self.entry.model
+        )
+        self._moved(failed, reason)
+        return True
+
+    def _first_healthy(self, start: int, cooling: set[str]) -> int:
+        """The first index from ``start`` whose model is not cooling down; ``start`` when all are."""
+        for index in range(start, len(self._chain)):
+            if self._chain[index].model not in cooling:
+                return index
+        return start
+
+    def _moved(self, source: ChainEntry, reason: str) -> None:
+        self.reason = reason
+        if self._metrics is not None:
+            self._metrics.count_failover(self._agent, source.model, self.entry.model, reason)
