@@ -33,6 +33,7 @@ __all__ = [
     "CodeConfig",
     "Config",
     "ContextConfig",
+    "CopilotKitSettings",
     "FilesSettings",
     "JwtConfig",
     "KeyConfig",
@@ -298,6 +299,28 @@ class TelemetrySettings(_Strict):
     export_timeout_seconds: float = Field(default=5.0, gt=0)
 
 
+class CopilotKitSettings(_Strict):
+    """``[copilotkit]``: CopilotKit's runtime protocol served by chatgate itself (docs/copilotkit.md).
+
+    ``path`` is the base a ``CopilotKitProvider``'s ``runtimeUrl`` points at (``/copilotkit``); without
+    it (the default) nothing is served there. Bound when the app is created: a reload that changes it
+    takes effect on restart.
+    """
+
+    path: str | None = Field(default=None, pattern=r"^(/[A-Za-z0-9._~-]+)+$")
+
+    @field_validator("path")
+    @classmethod
+    def _not_taken(cls, path: str | None) -> str | None:
+        if path is not None and path.split("/")[1] in _TAKEN_PATHS:
+            raise ValueError(f"{path!r} is under a path chatgate serves itself ({', '.join(sorted(_TAKEN_PATHS))})")
+        return path
+
+
+_TAKEN_PATHS = frozenset({"agents", "api", "ag-ui", "healthz", "readyz", "metrics", "openapi.json", "static", "usage"})
+"""The first path segments chatgate's own routes use: a ``[copilotkit] path`` under one would shadow them."""
+
+
 class ServerToolConfig(_Strict):
     """``[agents.NAME.tools.TOOL]``: a Python function chatgate runs for the model."""
 
@@ -556,6 +579,7 @@ class Config(_Strict):
     store: StoreSettings = Field(default_factory=StoreSettings)
     files: FilesSettings = Field(default_factory=FilesSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    copilotkit: CopilotKitSettings = Field(default_factory=CopilotKitSettings)
     keys: tuple[KeyConfig, ...] = ()
     auth: AuthConfig = Field(default_factory=AuthConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)

@@ -88,6 +88,7 @@ class ThreadSummary:
     id: str
     title: str
     updated_at: float
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +172,13 @@ class ThreadStore(Protocol):
         """The thread, or None if this owner has none by that id."""
         ...
 
-    async def list_threads(self, owner: str, agent: str) -> list[ThreadSummary]:
-        """The owner's threads on ``agent``, most recently updated first."""
+    async def list_threads(
+        self, owner: str, agent: str, *, limit: int | None = None, after: tuple[float, str] | None = None
+    ) -> list[ThreadSummary]:
+        """The owner's threads on ``agent``, most recently updated first (ties by id, descending).
+
+        A page: at most ``limit``, and only those listed after the thread ``after`` (its ``updated_at``, id).
+        """
         ...
 
     async def messages(self, thread: ThreadInfo) -> list[StoredMessage]:

@@ -109,15 +109,28 @@ class SqlThreadStore:
         async with self._engine.read() as tx:
             return await _thread(tx, owner, agent, thread_id)
 
-    async def list_threads(self, owner: str, agent: str) -> list[ThreadSummary]:
-        """The owner's threads on ``agent``, most recently updated first, titled by the first user text."""
+    async def list_threads(
+        self, owner: str, agent: str, *, limit: int | None = None, after: tuple[float, str] | None = None
+    ) -> list[ThreadSummary]:
+        """The owner's threads on ``agent``, most recently updated first, titled by the first user text.
+
+        Paged by key (``after``: the last listed thread's ``updated_at`` and id), so a page costs its own rows.
+        """
+        args: list[object] = [owner, agent]
+        where = "t.owner = $1 AND t.agent = $2"
+        if after is not None:
+            args += [after[0], after[1]]
+            where += " AND (t.updated_at < $3 OR (t.updated_at = $3 AND t.id < $4))"
+        page = ""
+        if limit is not None:
+            args.append(limit)
+            page = f" LIMIT ${len(args)}"
         async with self._engine.read() as tx:
             rows = await tx.fetch(
-                "SELECT t.id, t.updated_at, (SELECT m.body FROM messages m WHERE m.thread_key = t.key"
+                "SELECT t.id, t.updated_at, t.created_at, (SELECT m.body FROM messages m WHERE m.thread_key = t.key"
                 " AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_user"
-                " FROM threads t WHERE t.owner = $1 AND t.agent = $2 ORDER BY t.updated_at DESC",
-                owner,
-                agent,
+                f" FROM threads t WHERE {where} ORDER BY t.updated_at DESC, t.id DESC{page}",
+                *args,
             )
         summaries = []
         for row in rows:
@@ -125,7 +138,7 @@ class SqlThreadStore:
             if row["first_user"] is not None:
                 first = decode_message("user", row["first_user"], "")
                 title = getattr(first, "text", "")[:80]
-            summaries.append(ThreadSummary(row["id"], title, float(row["updated_at"])))
+            summaries.append(ThreadSummary(row["id"], title, float(row["updated_at"]), float(row["created_at"])))
         return summaries
 
     async def messages(self, thread: ThreadInfo) -> list[StoredMessage]:

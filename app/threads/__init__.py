@@ -12,10 +12,11 @@ journal and saved once; the periodic sweep).
 from chatgate.threads.follow import replay_run, run_log_id
 from chatgate.threads.recovery import RunRecovery, sweep_dead_runs
 from chatgate.threads.run import ThreadRun, checkpoint_runs, close_thread_runs
-from chatgate.threads.stage import ThreadServices, open_thread_turn
+from chatgate.threads.stage import RunCursor, ThreadServices, open_thread_turn
 from chatgate.threads.stop import request_stop, stop_and_wait
 
 __all__ = [
+    "RunCursor",
     "RunRecovery",
     "ThreadRun",
     "ThreadServices",

@@ -70,11 +70,12 @@ async def follow_run(
 
 
 async def replay_run(
-    run_log: RunLog, log_id: str, ending: Ending, rejoined: bytes = b"", lost: Lost | None = None
+    run_log: RunLog, log_id: str, ending: Ending, rejoined: bytes = b"", lost: Lost | None = None, seen: int = 0
 ) -> AsyncGenerator[bytes, None] | None:
     """The run's stream from its start, then live; None when there is nothing to replay.
 
     ``rejoined`` (``UIProtocol.rejoined``) goes right after the run's first frame; ``lost`` as ``follow_run``.
+    ``seen`` leaves out the run's first ``seen`` events (a client's cursor), and then ``rejoined`` too.
 
     The first frame is read here, so a run that is unknown, expired, too long to replay or whose
     producer died before saying anything is None: the caller answers 204 or falls back.
@@ -94,7 +95,27 @@ async def replay_run(
             with contextlib.suppress(Exception):
                 await lost()
         return None
+    if seen:
+        return follow_run(_after(first, frames, seen), ending, b"", lost)
     if rejoined:
         head, separator, rest = first.partition(b"\n\n")  # frames are LF-only, one data line each
         first = head + separator + rejoined + rest
     return follow_run(frames, ending, first, lost)
+
+
+async def _after(first: bytes, frames: AsyncIterator[bytes], seen: int) -> AsyncGenerator[bytes, None]:
+    """``first`` and then ``frames`` without their first ``seen`` events (each ends with a blank line)."""
+    try:
+        frame: bytes | None = first
+        while frame is not None:
+            events = frame.count(b"\n\n")
+            if seen >= events:
+                seen -= events
+            else:
+                yield frame if seen == 0 else frame.split(b"\n\n", seen)[seen]
+                seen = 0
+            frame = await anext(frames, None)
+    finally:
+        aclose = getattr(frames, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -71,6 +71,14 @@ class ThreadServices:
 
 
 @dataclass(frozen=True, slots=True)
+class RunCursor:
+    """How far a reconnecting client read a run: its id for the run, and how many of its events it has."""
+
+    run_id: str
+    events: int
+
+
+@dataclass(frozen=True, slots=True)
 class ThreadTurn:
     """What the server streams: the protocol's frames for this request, and the run they follow, if any.
 
@@ -92,8 +100,12 @@ async def open_thread_turn(
     config: Config,
     account: RunAccount | None = None,
     trace: RunTrace | None = None,
+    seen: RunCursor | None = None,
 ) -> ThreadTurn:
     """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
+
+    ``seen`` is a reconnecting client's cursor: when it names the run being followed, the events it saw
+    are left out, and so is the snapshot a follower otherwise gets first.
 
     ``services`` is None when no store is open; ``config`` is the agents' config (it may have been reloaded).
     A thread held by a run whose producer died is first recovered (``services.recovery``, recovery.py).
@@ -125,7 +137,7 @@ async def open_thread_turn(
                 approves=approves,
             )
             if plan.action == "follow" and known is not None and known.active_run is not None:
-                replay = await _follow(run_log, known, stored, agent, protocol, recovery)
+                replay = await _follow(run_log, known, stored, agent, protocol, recovery, seen)
                 if replay is not None:
                     return ThreadTurn(replay)
                 # Nothing to follow (the run's producer died, or its log expired): as if no run held it.
@@ -227,17 +239,21 @@ async def _follow(
     agent: Agent,
     protocol: UIProtocol,
     recovery: RunRecovery | None,
+    seen: RunCursor | None = None,
 ) -> AsyncGenerator[bytes, None] | None:
     """The running run's stream from its start (the resume path), or None when it cannot be replayed.
 
     A follower that finds the producer dead recovers its turn (``recovery``) before its error ending.
+    A cursor ``seen`` on this run (its client's id) starts the stream after the events the client saw.
     """
     run_id = known.active_run
     assert run_id is not None
     before = [replace(m.message, id=m.public_id) for m in stored if m.run_id != run_id]
     ending = partial(protocol.interrupted, agent.config)
     lost = partial(recovery.recover, known) if recovery is not None else None
-    return await replay_run(run_log, run_log_id(run_id, protocol.name), ending, protocol.rejoined(before), lost)
+    skip = seen.events if seen is not None and seen.run_id == known.last_client_run else 0
+    log_id = run_log_id(run_id, protocol.name)
+    return await replay_run(run_log, log_id, ending, protocol.rejoined(before), lost, seen=skip)
 
 
 def _client_run(run_input: RunInput, protocol: UIProtocol) -> str | None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -25,36 +23,29 @@ from starlette.types import Receive, Scope, Send
 
 from chatgate.access import (
     access_middleware,
-    check_request_limits,
-    hold_stream_slot,
     not_started,
-    read_body,
-    resolve_agent,
     served_path,
 )
-from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
 from chatgate.config import Config, default_config
 from chatgate.errors import RequestError, StoreUnavailable, error_response
-from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
 from chatgate.protocol import UIProtocol, discover_protocols
-from chatgate.run import Agent, run_agent
-from chatgate.run_input import RunInput
+from chatgate.run import Agent
 from chatgate.store import BUSY_RETRY_AFTER, ThreadBusy, ThreadError, UnknownThread
-from chatgate.telemetry import Metrics, label_request, loggable, metrics_endpoint, observe_request
-from chatgate.threads import open_thread_turn
-from chatgate.tracing import RunTrace, start_telemetry
-from chatgate.usage import PersonBudget, RunAccount, run_account
+from chatgate.telemetry import Metrics, loggable, metrics_endpoint, observe_request
+from chatgate.tracing import start_telemetry
+from chatgate.usage import PersonBudget
 from chatgate.web.capabilities import capabilities_path, capabilities_routes
+from chatgate.web.chat import chat_endpoint
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
-from chatgate.web.chat_request import trace_chat, traced_refusals
+from chatgate.web.copilotkit import copilotkit_routes
 from chatgate.web.files import file_routes
 from chatgate.web.lifespan import chatgate_lifespan
 from chatgate.web.openapi import openapi_endpoint
 from chatgate.web.readiness import readyz
 from chatgate.web.runs import resume_endpoint, stop_routes
 from chatgate.web.services import Services, running_of, services_of
-from chatgate.web.sse import RAW_SEND_KEY, EventStreamResponse
+from chatgate.web.sse import RAW_SEND_KEY
 from chatgate.web.threads import thread_routes
 from chatgate.web.unread_body import UnreadBody
 from chatgate.web.usage import usage_routes
@@ -157,7 +148,7 @@ def create_app(
         chatgate_lifespan, config=config, protocols=protocols, config_path=config_path, person_budget=person_budget
     )
     app = ChatgateApp(
-        routes=_routes(protocols, services),
+        routes=_routes(protocols, services, config.copilotkit.path),
         middleware=access_middleware(config, services, PAGE_PATHS),
         lifespan=lifespan,
         exception_handlers={
@@ -173,8 +164,11 @@ def create_app(
     return app
 
 
-def _routes(protocols: Sequence[UIProtocol], services: Services) -> list[BaseRoute]:
-    """The probes, the listing and the page, then each protocol's chat and resume routes, then the rest."""
+def _routes(protocols: Sequence[UIProtocol], services: Services, copilotkit: str | None) -> list[BaseRoute]:
+    """The probes, the listing and the page, then each protocol's chat and resume routes, then the rest.
+
+    ``copilotkit`` is ``[copilotkit] path``, where CopilotKit's runtime routes go (none when None).
+    """
     routes: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
@@ -184,12 +178,12 @@ def _routes(protocols: Sequence[UIProtocol], services: Services) -> list[BaseRou
         *chat_page_routes(),
     ]
     for protocol in protocols:
-        endpoint = _chat_endpoint(protocol)
+        endpoint = chat_endpoint(protocol)
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
     routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + file_routes()
-    return routes + capabilities_routes(protocols)
+    return routes + capabilities_routes(protocols) + copilotkit_routes(copilotkit, protocols)
 
 
 async def _healthz(request: Request) -> Response:
@@ -234,123 +228,6 @@ def _context_info(agent: Agent) -> dict[str, Any] | None:
     if budget is None:
         return None
     return {"window": budget.window if budget.window is not None else "auto", "strategy": budget.strategy}
-
-
-def _chat_endpoint(protocol: UIProtocol) -> Any:
-    async def chat(request: Request) -> Response:
-        started = time.perf_counter()
-        label_request(request.scope, protocol.name)
-        services, running = services_of(request.app), running_of(request)
-        registry = running.agents  # read once: a reload may swap it meanwhile
-        caller = caller_of(request)
-        agent = resolve_agent(registry, request.path_params.get("agent"), caller)
-        label_request(request.scope, protocol.name, agent.name)
-        trace = trace_chat(request, agent, protocol, caller)  # None when tracing is off
-        _check_content_type(request)
-        settings = registry.config.server
-        body = await read_body(request, settings)
-        run_input = _decode(protocol, body)
-        check_request_limits(run_input, settings)
-        files = running.files
-        inline_limit = registry.config.files.inline_limit
-        messages = await resolve_references(
-            run_input.messages, files, caller.owner, agent.name, inline_limit=inline_limit
-        )
-        if messages is not run_input.messages:
-            run_input = replace(run_input, messages=messages)
-        check_files(run_input.messages, settings, is_reference=_is_reference)
-        if files is not None:  # the model calls get the bytes of the uploads the history references
-            agent = replace(agent, files=FileInliner(files, caller.owner, agent.name, inline_limit))
-        metrics = services.metrics
-        stored = agent.config.conversations == "server"
-        if not stored and run_input.newest_only:
-            problem = "the full history is required: this agent keeps no conversations (conversations = 'client')"
-            raise RequestError(
-                422, "history_required", f"messages: {problem}", [{"field": "messages", "problem": problem}]
-            )
-
-        # Over budget: a plain 429 before any byte of the stream (app/usage/), checked as the stream's slot
-        # is taken (with Redis, in the same round trip).
-        account = run_account(running.usage, registry.config, caller, agent.name, run_input)
-
-        async def start() -> EventStreamResponse:
-            if stored:
-                turn = await open_thread_turn(
-                    running.threads,
-                    agent,
-                    caller,
-                    run_input,
-                    protocol=protocol,
-                    config=registry.config,
-                    account=account,
-                    trace=trace,
-                )
-                frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
-                if run is None:  # a hydrate or a follow: this request started no run
-                    account.finish()  # its reservation goes back
-                    if trace is not None:
-                        trace.end()
-            else:
-                # Approvals issued to this key (and end user) are answerable by it alone.
-                owned = agent
-                if caller.owner:
-                    owned = replace(agent, approval_scope=approval_scope(agent.name, caller.owner))
-                events = run_agent(
-                    owned,
-                    run_input,
-                    stopping=services.stopping,
-                    metrics=metrics,
-                    account=account,
-                    trace=trace,
-                )
-                frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
-            return EventStreamResponse(
-                frames,
-                protocol.headers(agent.config),
-                keepalive=settings.keepalive_seconds,
-                meter=metrics.stream(protocol.name, agent.name, started),
-                joined=joined,
-                run=run,
-                # The run ends its span and account; this ends them too if the run never began (its stream
-                # was gone first): a reservation never outlives its request.
-                closed=None if stored else _closer(trace, account),
-            )
-
-        return await hold_stream_slot(request, start, services=services, check=account)  # type: ignore[return-value]
-
-    return traced_refusals(chat)
-
-
-def _closer(trace: RunTrace | None, account: RunAccount) -> Callable[[], None]:
-    """What a stateless stream's end closes, in case its run never began: the span and the account."""
-
-    def closed() -> None:
-        if trace is not None:
-            trace.close()
-        account.finish()
-
-    return closed
-
-
-def _is_reference(url: str) -> bool:
-    return referenced_file(url) is not None
-
-
-def _check_content_type(request: Request) -> None:
-    content_type = request.headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
-        raise RequestError(
-            415,
-            "unsupported_media_type",
-            f"the body must be JSON sent as content-type: application/json (got {content_type or 'none'!r})",
-        )
-
-
-def _decode(protocol: UIProtocol, body: bytes) -> RunInput:
-    try:
-        return protocol.decode(body)
-    except RecursionError:  # the adapters bound nesting; this is the backstop for any that does not
-        raise RequestError(422, "invalid_request", "the request is invalid: (body): it nests too deep") from None
 
 
 async def _request_error_handler(request: Request, exc: Exception) -> Response:

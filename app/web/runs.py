@@ -29,7 +29,7 @@ from chatgate.web.services import running_of, services_of
 from chatgate.web.sse import EventStreamResponse
 from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context
 
-__all__ = ["resume_endpoint", "stop_routes"]
+__all__ = ["resume_endpoint", "stop_endpoint", "stop_routes"]
 
 
 def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Response]]:
@@ -78,15 +78,20 @@ def resume_endpoint(protocol: UIProtocol) -> Callable[[Request], Awaitable[Respo
     return resume
 
 
-def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
-    """``POST /agents/{agent}/threads/{thread_id}/stop``."""
+def stop_endpoint(protocols: Sequence[UIProtocol]) -> Callable[[Request], Awaitable[Response]]:
+    """Stop the running run of the ``{agent}``'s stored thread ``{thread_id}``, on whichever replica produces it."""
     names = [protocol.name for protocol in protocols]
 
     async def stop(request: Request) -> Response:
-        """Stop the running run of a stored thread, on whichever replica produces it: {"stopped": bool}."""
+        """{"stopped": bool}: false when nothing was running."""
         agent, store, caller = thread_context(request)
         thread = await caller_thread(store, agent, caller, path_thread_id(request))
         run_log = running_of(request).run_log
         return JSONResponse({"stopped": await request_stop(run_log, thread, names)})
 
-    return [Route("/agents/{agent}/threads/{thread_id}/stop", stop, methods=["POST"])]
+    return stop
+
+
+def stop_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
+    """``POST /agents/{agent}/threads/{thread_id}/stop``."""
+    return [Route("/agents/{agent}/threads/{thread_id}/stop", stop_endpoint(protocols), methods=["POST"])]

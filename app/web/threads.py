@@ -39,6 +39,7 @@ from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_cont
 
 __all__ = [
     "SystemMessageBody",
+    "iso_time",
     "thread_routes",
     "ui_messages_of",
 ]
@@ -68,7 +69,7 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         agent, store, caller = thread_context(request)
         threads = await store.list_threads(caller.owner, agent.name)
         return JSONResponse(
-            {"threads": [{"id": t.id, "title": t.title, "updated_at": _iso(t.updated_at)} for t in threads]}
+            {"threads": [{"id": t.id, "title": t.title, "updated_at": iso_time(t.updated_at)} for t in threads]}
         )
 
     async def get_thread(request: Request) -> Response:
@@ -192,10 +193,10 @@ async def _describe(store: ThreadStore, thread: ThreadInfo) -> dict[str, Any]:
         "system": thread.system.as_json(),
         "revision": thread.revision,
         "running": thread.active_run is not None,
-        "created_at": _iso(thread.created_at),
-        "updated_at": _iso(thread.updated_at),
+        "created_at": iso_time(thread.created_at),
+        "updated_at": iso_time(thread.updated_at),
         "audit": [
-            {"action": entry.action, "system": entry.system.as_json(), "by": entry.by, "at": _iso(entry.at)}
+            {"action": entry.action, "system": entry.system.as_json(), "by": entry.by, "at": iso_time(entry.at)}
             for entry in audit
         ],
         # What the summary covers, never its text (model output, like an answer, but one no guard watched).
@@ -206,12 +207,13 @@ async def _describe(store: ThreadStore, thread: ThreadInfo) -> dict[str, Any]:
             "messages": summary.messages,
             "tokens": summary.tokens,
             "model": summary.model,
-            "created_at": _iso(summary.created_at),
+            "created_at": iso_time(summary.created_at),
         },
     }
 
 
-def _iso(timestamp: float) -> str:
+def iso_time(timestamp: float) -> str:
+    """A store's timestamp (seconds) as ISO 8601 in UTC, ``Z``-suffixed."""
     return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
 

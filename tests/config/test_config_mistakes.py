@@ -62,3 +62,20 @@ def test_a_run_log_flush_longer_than_a_third_of_the_lease_is_refused(
     status, err = check(tmp_path, f"[server]\nrun_log_flush_seconds = 1.5\n{agent}", capsys)
     assert (status, "run_log_flush_seconds must be at most a third of run_log_lease_seconds" in err) == (1, True)
     assert check(tmp_path, f"[server]\nrun_log_flush_seconds = 0.2\n{agent}", capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "complaint"),
+    [
+        ('"copilotkit"', "copilotkit.path: String should match pattern"),
+        ('"/copilotkit/"', "copilotkit.path: String should match pattern"),
+        ('"/agents/copilotkit"', "copilotkit.path: '/agents/copilotkit' is under a path chatgate serves"),
+        ('"/ag-ui"', "copilotkit.path: '/ag-ui' is under a path chatgate serves"),
+    ],
+)
+def test_a_copilotkit_path_must_be_a_path_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str, complaint: str
+) -> None:
+    status, err = check(tmp_path, f'[copilotkit]\npath = {path}\n[agents.bot]\nmodel = "builtin:echo"\n', capsys)
+    assert status == 1
+    assert complaint in err

@@ -39,11 +39,14 @@ def _lasting_text(url: str) -> str:
     return words_lasting(OUTLAST * seconds_of(lambda: _run(url, "probe", [_user("probe")], agent="quick")), DELAY)
 
 
-def drop_after_first_delta(url: str, thread_id: str, text: str = _TEXT) -> list[dict[str, Any]]:
-    """Start a run and hang up after its first text delta; the events read until then."""
+def drop_after_first_delta(
+    url: str, thread_id: str, text: str = _TEXT, path: str = "/agents/bot/ag-ui", headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Start a run at ``path`` and hang up after its first text delta; the events read until then."""
     body = {"threadId": thread_id, "runId": "r1", "messages": [_user(thread_id, text)], "tools": [], "context": []}
     events: list[dict[str, Any]] = []
-    with httpx.stream("POST", f"{url}/agents/bot/ag-ui", json=body, timeout=30) as response:
+    with httpx.stream("POST", f"{url}{path}", json=body, headers=headers, timeout=30) as response:
+        assert response.status_code == 200, response.read()
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(json.loads(line[6:]))

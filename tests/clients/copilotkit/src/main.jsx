@@ -1,5 +1,8 @@
 // A minimal CopilotKit app for the browser tests: CopilotChat on the runtime served by server.mjs
 // (whose HttpAgent talks to chatgate's AG-UI route), a frontend tool and an approval interrupt.
+// `?runtime=URL` points runtimeUrl elsewhere: at chatgate's own [copilotkit] path, with no Node runtime
+// (tests/e2e/test_copilotkit_runtime_browser.py); `?thread=ID` pins the chat's thread, and `?single=1` asks
+// for the runtime's single-route transport.
 // What a test reads or clicks carries a data-testid (tests/e2e/test_copilotkit_browser.py).
 
 import React from "react";
@@ -31,12 +34,17 @@ function Tools() {
   return null;
 }
 
+const query = new URLSearchParams(window.location.search);
+const runtimeUrl = query.get("runtime") ?? "/api/copilotkit";
+const threadId = query.get("thread") ?? undefined; // a fixed thread: a reload reconnects to it
+const useSingleEndpoint = query.get("single") === "1" ? true : undefined; // the single-route transport
+
 function App() {
   return (
-    <CopilotKitProvider runtimeUrl="/api/copilotkit" showDevConsole={false}>
+    <CopilotKitProvider runtimeUrl={runtimeUrl} useSingleEndpoint={useSingleEndpoint} showDevConsole={false}>
       <Tools />
       <div style={{ height: "100vh" }}>
-        <CopilotChat />
+        <CopilotChat threadId={threadId} />
       </div>
     </CopilotKitProvider>
   );
