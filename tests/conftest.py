@@ -25,7 +25,7 @@ from chatgate.web.app import create_app
 from tests.markers import apply_markers
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
 from tests.processes import adopt_orphans, command_line, descendants, kill_all, kill_tree, running, wait_gone
-from tests.servers import running_postgres, running_redis
+from tests.servers import _free_port, running_postgres, running_redis
 
 CLIENTS_DIR = Path(__file__).parent / "clients"
 LEFTOVER_WAIT_SECONDS = 10
@@ -165,7 +165,7 @@ def chatgate_process(tmp_path: Path) -> Iterator[ChatgateProcess]:
 
     def start(*arguments: str) -> tuple[str, subprocess.Popen[bytes]]:
         for _ in range(BIND_ATTEMPTS):
-            port = _probe_port()
+            port = _free_port()
             log = tmp_path / f"chatgate-{port}.log"
             with log.open("wb") as output:  # the child keeps its own copy of the descriptor
                 process = subprocess.Popen(_serve_command(port, arguments), stdout=output, stderr=output)
@@ -185,12 +185,6 @@ def chatgate_process(tmp_path: Path) -> Iterator[ChatgateProcess]:
 
 BIND_ATTEMPTS = 3
 LOG_TAIL_CHARS = 6000
-
-
-def _probe_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _serve_command(port: int, arguments: tuple[str, ...]) -> list[str]:

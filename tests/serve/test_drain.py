@@ -19,7 +19,6 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,21 +56,6 @@ conversations = "server"
 """
 
 
-class HeldBody(list[bytes | float]):
-    """A reply body whose first piece goes out at once and the rest once ``released`` is set."""
-
-    def __init__(self, pieces: list[bytes | float], released: threading.Event) -> None:
-        super().__init__(pieces)
-        self.released = released
-
-    def __iter__(self) -> Iterator[bytes | float]:
-        pieces = super().__iter__()
-        yield next(pieces)
-        while not self.released.is_set():
-            yield 0.05  # a pause that ends early if the client hangs up
-        yield from pieces
-
-
 class HoldingUpstream(FakeUpstream):
     """Answers the long thread forever, word by word; every other one with ``w0``, then, once released,
     ``end`` and the stop."""
@@ -84,9 +68,8 @@ class HoldingUpstream(FakeUpstream):
         if "long" in json.dumps(request.body):
             words = (piece for n in range(LONG_WORDS) for piece in (openai_chunk({"content": f"w{n} "}), 0.1))
             return Reply(list(words))
-        pieces: list[bytes | float] = [openai_chunk({"content": "w0 "}), openai_chunk({"content": LAST_WORD})]
-        pieces += [openai_chunk({}, "stop"), b"data: [DONE]\n\n"]
-        return Reply(HeldBody(pieces, self.released))
+        held = openai_chunk({"content": LAST_WORD}), openai_chunk({}, "stop"), b"data: [DONE]\n\n"
+        return Reply([openai_chunk({"content": "w0 "}), self.released, *held])
 
 
 def chat(thread: str) -> dict[str, object]:
