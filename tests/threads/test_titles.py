@@ -60,7 +60,7 @@ def _text_reply(text: str, tokens: int) -> Reply:
 
 
 def _config(fake: FakeUpstream, store_url: str, **agent: Any) -> Config:
-    table = {"model": "up:m", "conversations": "server", "system_prompt": PROMPT, **agent}
+    table = {"model": "up:m", "conversations": "server", "system_prompt": PROMPT, "titles": True, **agent}
     providers = {"up": provider_table("openai", f"{fake.url}/v1")}
     return make_config({"bot": table}, providers=providers, store={"url": store_url})
 
