@@ -25,6 +25,8 @@ if [ "$(cat .venv/.chatgate-installed 2>/dev/null)" != "$installed" ]; then  # t
 fi
 bash scripts/npm-ci.sh tests/clients  # the real UI clients (ai 5/6/7, @ag-ui/client)
 bash scripts/npm-ci.sh tests/oidc  # the OpenID provider of the token tests
+bash scripts/npm-ci.sh tests/nextjs/ai6  # create-next-app's project, with ai 6, for docs/nextjs.md's test
+bash scripts/npm-ci.sh tests/nextjs/ai7  # the same with ai 7
 bash scripts/mcp-test-servers.sh  # the real MCP servers the tests start (npm and PyPI)
 bash scripts/build-test-apps.sh
 bash scripts/build-page.sh --check  # installs the chat page's build and axe-core; fails if chat.js is stale
