@@ -30,6 +30,7 @@ from tests.browser import recorded_page
 from tests.conftest import make_config
 from tests.processes import stop_process
 from tests.servers import _free_port as free_port
+from tests.servers import _wait_for_port
 
 GUIDE = Path(__file__).parents[2] / "docs/nextjs.md"
 TEMPLATE = Path(__file__).parents[1] / "nextjs"
@@ -129,23 +130,11 @@ def next_app(built_app: tuple[str, Path], serve: Any, tmp_path: Path) -> Iterato
     with log.open("wb") as output:
         command = _next(build.parent, "start", "-p", str(port), "-H", "127.0.0.1")
         process = subprocess.Popen(command, cwd=build, env=env, stdout=output, stderr=output)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_SECONDS
-        while not _answers(f"{url}/api/chat/none/stream"):
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"next start did not answer within {START_SECONDS} s"
-            time.sleep(0.2)
-        yield url, chatgate
+        _wait_for_port(port, process, "next start", START_SECONDS)
+        yield f"http://127.0.0.1:{port}", chatgate
     finally:
         stop_process(process)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=5).status_code < 500
-    except httpx.TransportError:
-        return False
 
 
 def _thread(chatgate: str, thread: str) -> dict[str, Any]:
