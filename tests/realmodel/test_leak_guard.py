@@ -63,8 +63,8 @@ def shows_prompt(text: str, min_words: int = 8) -> bool:
     return any(re.search(rf"(?<!\w){re.escape(run)}(?!\w)", seen) for run in runs)
 
 
-def _ask(url: str, protocol: str, turn: int) -> list[dict[str, Any]]:
-    text = ASKS[turn % len(ASKS)]
+def ask(url: str, protocol: str, text: str, turn: int) -> list[dict[str, Any]]:
+    """``text`` as a new conversation's one user message, in ``protocol``: the frames the client got."""
     if protocol == "ag-ui":
         message: dict[str, Any] = {"id": "u1", "role": "user", "content": text}
         body: dict[str, Any] = {"threadId": f"t{turn}", "runId": "r1", "messages": [message]}
@@ -74,6 +74,10 @@ def _ask(url: str, protocol: str, turn: int) -> list[dict[str, Any]]:
     response = httpx.post(f"{url}/agents/bot/{protocol}", json=body, timeout=120)
     assert response.status_code == 200, response.text
     return events_of(response.content)
+
+
+def _ask(url: str, protocol: str, turn: int) -> list[dict[str, Any]]:
+    return ask(url, protocol, ASKS[turn % len(ASKS)], turn)
 
 
 def _config(llama: LlamaServer, **guard: Any) -> Any:

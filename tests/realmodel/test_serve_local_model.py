@@ -1,7 +1,8 @@
 """``./scripts/serve.sh --local-model``: one command serves chatgate on a real model, and stops both.
 
-It uses the same cached llama-server and model as the other realmodel tests, starts llama-server on
-``LLAMA_PORT`` and chatgate with docs/examples/local-model.toml, and a SIGTERM to the script stops both.
+It uses the same cached llama-server and models as the other realmodel tests, starts llama-server on
+``LLAMA_PORT`` with SmolLM2-135M-Instruct (the default; its GGUF's own ChatML template) and chatgate with
+docs/examples/local-model.toml, and a SIGTERM to the script stops both.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ def test_serve_local_model_serves_the_chat_on_a_real_model_and_stops_it(tmp_path
             assert time.monotonic() < deadline, f"serve.sh --local-model did not serve within {SERVE_SECONDS} s"
             time.sleep(0.2)
         agents = httpx.get(f"{url}/agents").json()["agents"]
-        assert "*base* model" in agents[0]["description"]  # honest about the babble
+        assert "instruction-tuned" in agents[0]["description"] and "*base*" in agents[0]["description"]
+        props = httpx.get(f"http://127.0.0.1:{llama_port}/props").json()
+        assert Path(props["model_path"]) == installed_llama_server()["LLAMA_SMOLLM2"]
+        assert "<|im_start|>" in props["chat_template"]  # the GGUF's own: none given
         body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "Hello"}]}
         with httpx.stream("POST", f"{url}/ag-ui", json={**body, "tools": [], "context": []}, timeout=60) as response:
             types = []
