@@ -1,4 +1,4 @@
-"""The chat page (``GET /``) in Chromium on SmolLM2-135M-Instruct: a two-turn conversation (issue 43).
+"""The chat page (``GET /``) in Chromium on SmolLM2-135M-Instruct: a two-turn conversation, titled (issue 43).
 
 What a newcomer sees after ``./scripts/serve.sh --local-model``, with sampling made deterministic
 (temperature 0, llama-server's fixed seed) and docs/examples/local-model.toml's system prompt and
@@ -8,11 +8,17 @@ checked loosely: non-empty, and on topic by any of a few keywords, since another
 pick other words. Measured here, on two numeric paths (the default, ``CHATGATE_LLAMA_FLASH_ATTENTION=off``):
 "Python is an high-level, interpreted programming language ...", then "JavaScript is a high-level, dynamic
 programming language with the official ECMAScript specification ...". The last step is saved as
-tests/artifacts/page-local-model.png (docs/chat-page-local-model.png is one, in docs/chat-page.md).
+tests/artifacts/page-local-model.png (docs/chat-page-local-model.png is one, in docs/chat-page.md). The
+thread is kept on the server, as docs/examples/local-model.toml keeps it, so the model also writes its
+title (docs/conversations.md#titles), and the list shows it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,13 +41,19 @@ ANSWER_MS = 180_000
 """How long the page may take over one answer: 64 tokens at 50 a second idle, many times that when loaded."""
 
 
-async def test_a_two_turn_conversation_follows_the_questions(serve: Any, smollm2: LlamaServer) -> None:
+async def test_a_two_turn_conversation_follows_the_questions_and_titles_its_thread(
+    serve: Any, smollm2: LlamaServer, tmp_path: Path
+) -> None:
+    database = tmp_path / "threads.db"
     config = llama_config(
         smollm2,
         "openai",
         max_tokens=64,
         extra={"repeat_penalty": 1.1},
+        store={"url": f"sqlite:///{database}"},
         model="llama:smollm2",
+        conversations="server",
+        titles=True,
         system_prompt="You are a helpful assistant. Answer briefly.",
         description="SmolLM2-135M-Instruct on llama.cpp, on this machine.",
     )
@@ -60,3 +72,20 @@ async def test_a_two_turn_conversation_follows_the_questions(serve: Any, smollm2
             assert text.strip() and any(word in text for word in topic), (question, text)
         await wait_status(page, "ready")
         await expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(2)
+        # The thread's title, written by the model after the first answer, names it in the list.
+        title = await _stored_title(database)
+        assert title.strip(), "the model wrote an empty title"
+        threads = page.get_by_role("navigation", name="Conversations")
+        await expect(threads.get_by_role("button", name=title, exact=True)).to_be_visible(timeout=ANSWER_MS)
+
+
+async def _stored_title(database: Path) -> str:
+    """The one thread's title once written (its call runs after the first answer, on the same one slot)."""
+    deadline = time.monotonic() + ANSWER_MS / 1000
+    while time.monotonic() < deadline:
+        with sqlite3.connect(database) as connection:
+            row = connection.execute("SELECT title FROM threads").fetchone()
+        if row is not None and row[0] is not None:
+            return str(row[0])
+        await asyncio.sleep(0.2)
+    raise AssertionError("no title was written")
