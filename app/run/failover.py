@@ -19,13 +19,15 @@ from chatgate.providers import CONTEXT_LENGTH_EXCEEDED, Provider
 from chatgate.run.health import ModelHealth
 from chatgate.telemetry import Metrics
 
-__all__ = ["FAILOVER_KINDS", "ChainEntry", "Failover", "failover_reason"]
+__all__ = ["FAILOVER", "FAILOVER_KINDS", "ChainEntry", "Failover", "failover_reason"]
 
 logger = logging.getLogger("chatgate.runner")
 
 FAILOVER_KINDS = frozenset({"connect", "rate_limited", "overloaded", "upstream_5xx", "timeout", "interrupted"})
 """The ``ProviderError`` kinds a chain moves on from: the upstream, not the request, failed."""
 
+FAILOVER = "failover"
+"""``StepRetracted.reason`` when a step's model failed mid-answer and the step moved on."""
 COOLING_DOWN = "cooling_down"
 CONTEXT_LENGTH = "context_length"
 

@@ -31,7 +31,7 @@ from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import ToolCallPart
 from chatgate.ids import MAX_ID_LENGTH, new_id
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import UIProtocol, retracts_steps
 from chatgate.run import Agent, run_agent
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.runlog import RunLog, RunWriter
@@ -196,6 +196,7 @@ async def open_thread_turn(
             account=account,
             trace=trace,
             summaries=SummaryKeeper(store, thread, run_key, stored, summary) if agent.summary_model else None,
+            retracts=retracts_steps(protocol, agent.config),
         ),
         recorder,
         writer,

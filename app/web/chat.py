@@ -20,7 +20,7 @@ from chatgate.approvals import approval_scope
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
 from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import UIProtocol, retracts_steps
 from chatgate.run import run_agent
 from chatgate.run_input import RunInput
 from chatgate.telemetry import label_request
@@ -122,6 +122,7 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
                     metrics=metrics,
                     account=account,
                     trace=trace,
+                    retracts=retracts_steps(protocol, agent.config),
                 )
                 frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(

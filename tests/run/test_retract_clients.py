@@ -1,0 +1,160 @@
+"""A failover after output started, as the real UI clients see it: only the replacement is left.
+
+ai 7 (``reset-step``) and ``@ag-ui/client`` (``MESSAGES_SNAPSHOT``) drop the partial step; ai 5 and 6, which
+have no way to, keep the partial answer and its error, as without fallbacks. Stored threads (both stores)
+keep only the replacement, and a resume replays the one coherent answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from chatgate.history import AssistantMessage
+from chatgate.store import open_store
+from tests.conftest import check_use_chat_stream, run_node_client
+from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage
+from tests.providers.test_ui_clients import DONE, ag_ui, openai_text, use_chat
+from tests.run.test_failover_clients import USER, Serve, serve_chain
+from tests.store.conftest import store_url
+
+__all__ = ["store_url"]  # both stores, for the stored thread
+
+CUT = {
+    "text": Reply([openai_chunk({"content": "Hal"})], ending="cut"),
+    "tool-call-start": Reply(
+        [
+            openai_chunk({"content": "Let me check."}),
+            openai_chunk(
+                {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_time"}}]}
+            ),
+        ],
+        ending="cut",
+    ),
+    "reasoning": Reply([openai_chunk({"reasoning_content": "Hmm"})], ending="cut"),
+}
+TOOLS = [{"name": "get_time", "description": "The time.", "parameters": {"type": "object", "properties": {}}}]
+
+
+def texts(message: dict[str, Any]) -> list[str]:
+    return [part["text"] for part in message["parts"] if part["type"] == "text"]
+
+
+@pytest.mark.parametrize("position", list(CUT))
+def test_use_chat_7_keeps_only_the_replacement(serve: Serve, position: str) -> None:
+    with fake_in_thread(CUT[position]) as dead, fake_in_thread(openai_text("Hello", " there")) as live:
+        url = serve_chain(serve, dead.url, live.url, vercel_ai_version="v7")
+        result = use_chat(url, 7, [USER])
+    types = [chunk["type"] for chunk in result["chunks"]]
+    assert types.count("reset-step") == 1 and types.count("start-step") == 1
+    assert "error" not in types and types[-1] == "finish"
+    parts = result["message"]["parts"]
+    assert [part["type"] for part in parts] == ["step-start", "text"]  # no partial text, reasoning or tool call
+    assert texts(result["message"]) == ["Hello there"]
+    assert len(dead.requests) == 1 and len(live.requests) == 1
+
+
+@pytest.mark.parametrize("version", [5, 6])
+def test_use_chat_5_and_6_keep_the_partial_answer_and_its_error(serve: Serve, version: int) -> None:
+    with fake_in_thread(CUT["text"]) as dead, fake_in_thread(openai_text("Hello")) as live:
+        url = serve_chain(serve, dead.url, live.url, vercel_ai_version=f"v{version}")
+        result = use_chat(url, version, [USER])
+    types = [chunk["type"] for chunk in result["chunks"]]
+    assert "reset-step" not in types and "error" in types
+    assert texts(result["message"]) == ["Hal"]  # what the user saw stands; nothing is spliced onto it
+    assert len(dead.requests) == 1 and live.requests == []
+
+
+@pytest.mark.parametrize("position", list(CUT))
+def test_ag_ui_client_keeps_only_the_replacement(serve: Serve, position: str) -> None:
+    earlier = [
+        {"id": "s1", "role": "system", "content": "Be brief."},
+        {"id": "u0", "role": "user", "content": "Hello?"},
+        {"id": "a0", "role": "assistant", "content": "Hi."},
+        {"id": "u1", "role": "user", "content": "What time is it?"},
+    ]
+    with fake_in_thread(CUT[position]) as dead, fake_in_thread(openai_text("Hello", " there")) as live:
+        url = serve_chain(serve, dead.url, live.url, manage_system_prompt="client")
+        result = ag_ui(url, earlier, tools=TOOLS)
+    events = result["events"]
+    types = [event["type"] for event in events]
+    assert types.count("MESSAGES_SNAPSHOT") == 1 and types.count("STEP_STARTED") == 1
+    assert types[-1] == "RUN_FINISHED"
+    messages = result["messages"]
+    assert [m["id"] for m in messages[:4]] == ["s1", "u0", "a0", "u1"]  # the client's own messages stand
+    withdrawn = [("reasoning", "")] if position == "reasoning" else []  # the client keeps it, emptied
+    assert [(m["role"], m.get("content")) for m in messages[4:]] == [*withdrawn, ("assistant", "Hello there")]
+    assert not any(m.get("toolCalls") for m in messages)  # a partial call is dropped with its step
+    answer = next(e for e in reversed(events) if e["type"] == "TEXT_MESSAGE_START")
+    assert answer["messageId"] == messages[-1]["id"]  # the replacement streams under its own id
+    assert len(dead.requests) == 1 and len(live.requests) == 1
+
+
+def test_a_stored_thread_keeps_the_replacement_and_notes_the_failed_attempt(serve: Serve, store_url: str) -> None:
+    answers = (openai_text("Hello", " there"), openai_text("Hello", " there"))
+    with fake_in_thread(CUT["text"], CUT["text"]) as dead, fake_in_thread(*answers) as live:
+        url = serve_chain(
+            serve, dead.url, live.url, {"store": {"url": store_url}}, conversations="server", vercel_ai_version="v7"
+        )
+        first = use_chat(url, 7, [USER], id="t1")
+        again = httpx.get(url + "/agents/helper/threads/t1/messages", timeout=10).json()["messages"]
+        agui = ag_ui(url, [{"id": "u1", "role": "user", "content": "Hi"}], threadId="t2")
+        assert len(live.requests) == 2
+    assert texts(first["message"]) == ["Hello there"]
+    assert [texts(m) for m in again if m["role"] == "assistant"] == [["Hello there"]]
+    assert [m.get("content") for m in agui["messages"] if m["role"] == "assistant"] == ["Hello there"]
+    for thread in ("t1", "t2"):
+        answer = asyncio.run(_stored_answer(store_url, thread))
+        assert answer.text == "Hello there"
+        assert answer.metadata == {"retracted": [{"model": "up0:m0", "reason": "failover", "failure": "interrupted"}]}
+
+
+async def _stored_answer(store_url: str, thread_id: str) -> AssistantMessage:
+    store = await open_store(store_url, Path.cwd())
+    try:
+        info = await store.get_thread("", "helper", thread_id)
+        assert info is not None
+        answers = [m.message for m in await store.messages(info) if isinstance(m.message, AssistantMessage)]
+    finally:
+        await store.close()
+    assert len(answers) == 1
+    return answers[0]
+
+
+def test_a_resume_after_a_failover_replays_one_coherent_answer(serve: Serve, tmp_path: Path) -> None:
+    held = threading.Event()
+    rest = [openai_chunk({"content": " there"}), openai_chunk({}, "stop"), openai_usage(5, 2), DONE]
+    replacement = Reply([openai_chunk({"content": "Hello"}), held, *rest])
+    store = {"store": {"url": f"sqlite:///{tmp_path / 'threads.db'}"}}
+    with fake_in_thread(CUT["text"]) as dead, fake_in_thread(replacement) as live:
+        url = serve_chain(serve, dead.url, live.url, store, conversations="server", vercel_ai_version="v7")
+        body = {"id": "t1", "messages": [USER], "trigger": "submit-message"}
+        posted = threading.Thread(target=httpx.post, args=(url + "/api/chat",), kwargs={"json": body, "timeout": 60})
+        posted.start()
+        try:
+            deadline = time.monotonic() + 30  # only how long a failing test waits before it says so
+            while not live.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            with httpx.stream("GET", url + "/api/chat/t1/stream", timeout=60) as resumed:
+                assert resumed.status_code == 200
+                held.set()
+                replay = resumed.read().decode()
+        finally:
+            held.set()
+            posted.join()
+        assert len(dead.requests) == 1
+    result = check_use_chat_stream(7, replay)
+    assert result.count("reset-step") == 1
+    assert _message(replay) == ["Hello there"]
+
+
+def _message(text: str) -> list[str]:
+    """The texts of the message ai 7's ``readUIMessageStream`` assembles from ``text``, as useChat does."""
+    message = run_node_client("vercel_ai_validate.mjs", {"version": 7, "text": text})["message"]
+    return texts(message)
