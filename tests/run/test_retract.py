@@ -151,3 +151,17 @@ async def test_a_retraction_in_a_later_step_keeps_the_earlier_steps() -> None:
 def clock() -> str:
     """The time (a server tool for the tests)."""
     return "12:00"
+
+
+PROMPT = "Always answer in French and never mention the weather forecast for tomorrow."
+
+
+async def test_a_withdrawn_text_neither_reaches_the_client_nor_poisons_the_leak_guard() -> None:
+    # The withdrawn attempt starts the prompt (5 words: held back, a leak may be starting); the replacement
+    # says the 7 words after them, no leak alone (min_words 8), but one if the guard joined the two.
+    started = Reply([openai_chunk({"content": "Always answer in French and"})], ending="cut")
+    harmless = text_reply("openai", "I never mention the weather forecast for tomorrow, sorry.")
+    async with chained(started, harmless, system_prompt=PROMPT) as (agent, _fakes):
+        events = await collect(run_agent(agent, RunInput(HELLO), retracts=True))
+    assert answer_text(events) == "I never mention the weather forecast for tomorrow, sorry."  # nothing held is flushed
+    assert isinstance(events[-1], RunFinished)

@@ -23,6 +23,7 @@ from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_us
 from tests.providers.test_ui_clients import DONE, ag_ui, openai_text, use_chat
 from tests.run.test_failover_clients import USER, Serve, serve_chain
 from tests.store.conftest import store_url
+from tests.tracing.otlp_collector import running_collector
 
 __all__ = ["store_url"]  # both stores, for the stored thread
 
@@ -158,3 +159,19 @@ def _message(text: str) -> list[str]:
     """The texts of the message ai 7's ``readUIMessageStream`` assembles from ``text``, as useChat does."""
     message = run_node_client("vercel_ai_validate.mjs", {"version": 7, "text": text})["message"]
     return texts(message)
+
+
+def test_each_attempt_of_a_retracted_step_is_its_own_chat_span(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # export every 50 ms instead of every 5 s
+    trace_id = "0af7651916cd43dd8448eb211c80319d"
+    headers = {"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"}
+    body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}
+    with running_collector() as collector, fake_in_thread(CUT["text"]) as dead:
+        with fake_in_thread(openai_text("Hello")) as live:
+            url = serve_chain(serve, dead.url, live.url, {"telemetry": {"otlp_endpoint": collector.url}})
+            assert "MESSAGES_SNAPSHOT" in httpx.post(url + "/ag-ui", json=body, headers=headers, timeout=30).text
+        spans = collector.trace(trace_id, 3)
+    chats = {span.name: span for span in spans if span.name.startswith("chat ")}
+    assert chats["chat m0"].attributes["error.type"] == "interrupted"
+    assert "chatgate.failover.reason" not in chats["chat m0"].attributes
+    assert chats["chat m1"].attributes["chatgate.failover.reason"] == "interrupted"
