@@ -1,8 +1,9 @@
-"""Fallback chains: a step whose model call fails before any event moves, silently, to the next model.
+"""Fallback chains: a step whose model call fails moves to the next model.
 
 An agent's chain is its ``model`` then its ``fallbacks`` (``ChainEntry`` each). A run keeps its place
 in the chain (``Failover``): it starts at the first model the breaker (health.py) is not cooling down, and
-a failure before the call yielded anything moves the step on when ``failover_reason`` names a reason.
+a failure moves the step on when ``failover_reason`` names a reason: silently before the call yielded
+anything, or after the runner retracted what it showed (``StepRetracted``, for clients that can drop it).
 Nothing here runs per token: once per run, and once per failed attempt.
 """
 
@@ -43,7 +44,7 @@ class ChainEntry(ModelNamed):
 
 
 def failover_reason(failure: BaseException, failed: ChainEntry, following: ChainEntry) -> str | None:
-    """Why a step that ``failed`` before any event moves on to ``following``, or None when it must not.
+    """Why a step whose model call ``failed`` moves on to ``following``, or None when it must not.
 
     Only the upstream's failures move on (``FAILOVER_KINDS``), and a length refusal when ``following``
     has the larger known window; never a rejected request (an operator's error), a hang-up or a stop.
@@ -84,7 +85,7 @@ class Failover:
             self._moved(self._chain[0], COOLING_DOWN)
 
     async def next(self, failure: BaseException) -> bool:
-        """After ``failure`` ended an attempt before any event: move on if the chain has a model to move to."""
+        """After ``failure`` ended an attempt (before any event, or retracted): move on if a model is left."""
         index = self._index
         if index + 1 >= len(self._chain):
             return False
