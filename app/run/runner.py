@@ -99,7 +99,7 @@ async def run_agent(
             async for event in settle_pending_calls(agent, run_input, history, trace):
                 yield event
         view = await ModelView(agent, run_input, calls, metrics, summaries).ready()
-        chain = Failover(agent.name, agent.chain, agent.health, metrics)
+        chain = Failover(agent.name, agent.chain, agent.health, metrics, agent.weights)
         await chain.start()
         steps = _Steps(agent.max_steps)
         for step in steps:
