@@ -8,6 +8,7 @@ keep only the replacement, and a resume replays the one coherent answer.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from chatgate.history import AssistantMessage
 from chatgate.store import open_store
-from tests.conftest import check_use_chat_stream, run_node_client
+from tests.conftest import check_ag_ui_events, check_use_chat_stream, run_node_client
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage
 from tests.providers.test_ui_clients import DONE, ag_ui, openai_text, use_chat
 from tests.run.test_failover_clients import USER, Serve, serve_chain
@@ -175,3 +176,48 @@ def test_each_attempt_of_a_retracted_step_is_its_own_chat_span(serve: Serve, mon
     assert chats["chat m0"].attributes["error.type"] == "interrupted"
     assert "chatgate.failover.reason" not in chats["chat m0"].attributes
     assert chats["chat m1"].attributes["chatgate.failover.reason"] == "interrupted"
+
+
+def test_ag_ui_client_keeps_the_earlier_steps_of_the_run(serve: Serve) -> None:
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "clock", "arguments": "{}"}}
+    calls_clock = Reply([openai_chunk({"tool_calls": [call]}), openai_chunk({}, "tool_calls"), DONE])
+    with fake_in_thread(calls_clock, CUT["text"]) as dead, fake_in_thread(openai_text("Noon.")) as live:
+        tools = {"clock": {"function": "tests.run.test_retract:clock"}}
+        url = serve_chain(serve, dead.url, live.url, tools=tools)
+        result = ag_ui(url, [{"id": "u1", "role": "user", "content": "Time?"}])
+    messages = result["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert [c["function"]["name"] for c in messages[1]["toolCalls"]] == ["clock"]
+    assert messages[2]["content"] == "12:00" and messages[3]["content"] == "Noon."
+    assert len(dead.requests) == 2 and len(live.requests) == 1
+
+
+def test_an_ag_ui_reconnect_after_a_failover_replays_the_retraction(serve: Serve, tmp_path: Path) -> None:
+    held = threading.Event()
+    rest = [openai_chunk({"content": " there"}), openai_chunk({}, "stop"), openai_usage(5, 2), DONE]
+    store = {"store": {"url": f"sqlite:///{tmp_path / 'threads.db'}"}}
+    body = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}
+    replacement = Reply([openai_chunk({"content": "Hello"}), held, *rest])
+    with fake_in_thread(CUT["text"]) as dead, fake_in_thread(replacement) as live:
+        url = serve_chain(serve, dead.url, live.url, store, conversations="server")
+        posted = threading.Thread(target=httpx.post, args=(url + "/ag-ui",), kwargs={"json": body, "timeout": 60})
+        posted.start()
+        try:
+            deadline = time.monotonic() + 30  # only how long a failing test waits before it says so
+            while not live.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            again = {**body, "runId": "r2"}  # adds nothing: it follows the run going on
+            with httpx.stream("POST", url + "/ag-ui", json=again, timeout=60) as followed:
+                assert followed.status_code == 200
+                held.set()
+                events = [json.loads(line[6:]) for line in followed.iter_lines() if line.startswith("data: ")]
+        finally:
+            held.set()
+            posted.join()
+    check_ag_ui_events(events)
+    types = [event["type"] for event in events]
+    assert types[-1] == "RUN_FINISHED" and types.count("MESSAGES_SNAPSHOT") == 2  # the rejoin's and the retraction's
+    last = len(types) - 1 - types[::-1].index("MESSAGES_SNAPSHOT")
+    assert [m["id"] for m in events[last]["messages"]] == ["u1"]
+    after = "".join(e["delta"] for e in events[last:] if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert after == "Hello there" and len(dead.requests) == 1
