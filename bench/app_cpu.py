@@ -60,6 +60,7 @@ from setups import ag_ui_body as setup_ag_ui_body
 from stream_cpu import CONFIG, ag_ui_body, drive, user_text, vercel_ai_body
 
 import chatgate.web.app
+import chatgate.web.lifespan
 from chatgate.config import load_config
 from chatgate.web.app import create_app
 
@@ -148,9 +149,12 @@ def use_canned_upstream(tokens: int, words: list[str] | None = None) -> None:
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
-    chatgate.web.app.upstream_client = lambda: httpx.AsyncClient(  # type: ignore[assignment]
-        transport=httpx.MockTransport(answer), timeout=httpx.Timeout(10.0, read=None)
-    )
+    def client() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(answer), timeout=httpx.Timeout(10.0, read=None))
+
+    # The lifespan opens the upstream client (app/web/lifespan.py); before it had its own module, the app did.
+    opener = chatgate.web.lifespan if hasattr(chatgate.web.lifespan, "upstream_client") else chatgate.web.app
+    opener.upstream_client = client  # type: ignore[attr-defined]
 
 
 @contextmanager

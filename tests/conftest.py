@@ -126,7 +126,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def make_config(agents: dict[str, dict[str, Any]], **top: Any) -> Config:
-    """A validated Config from plain dicts, as if read from a file in this directory."""
+    """A validated Config from plain dicts, as if read from a file in this directory.
+
+    Agents write no thread titles unless the test names ``titles``: a title call after a first answer
+    would take a scripted upstream's next reply and count among its requests (tests/threads/test_titles.py
+    turns them on).
+    """
+    agents = {name: {"titles": False, **agent} for name, agent in agents.items()}
     return parse_config({"agents": agents, **top}, base_dir=Path(__file__).parent)
 
 

@@ -64,7 +64,15 @@ def cross_checks(config: Config, environ: Mapping[str, str]) -> list[str]:
         problems += _model_settings_problems(name, agent, provider.kind)
         problems += _context_problems(name, agent, provider.kind)
     for name, agent in config.agents.items():
-        problems += _summary_model_problems(name, agent, config, environ)
+        problems += _side_model_problems(
+            f"agents.{name}.context.summary_model", agent.context.summary_model, config, environ
+        )
+        problems += _side_model_problems(f"agents.{name}.title_model", agent.title_model, config, environ)
+        if agent.title_model is not None and (agent.conversations != "server" or not agent.titles):
+            problems.append(
+                f'agents.{name}.title_model: titles are written for stored threads; set conversations = "server"'
+                " and titles = true, or remove it"
+            )
         problems += _fallback_problems(name, agent, config, environ)
     problems += _key_problems(config)
     if "files" in config.model_fields_set and config.store_url is None:
@@ -118,13 +126,11 @@ def _context_problems(agent_name: str, agent: AgentConfig, kind: ProviderKind | 
     return problems
 
 
-def _summary_model_problems(name: str, agent: AgentConfig, config: Config, environ: Mapping[str, str]) -> list[str]:
-    """``summary_model`` is named as an agent's ``model`` is: a configured provider (or builtin) and a model."""
-    model = agent.context.summary_model
+def _side_model_problems(where: str, model: str | None, config: Config, environ: Mapping[str, str]) -> list[str]:
+    """A side call's model (``summary_model``, ``title_model``) is named as an agent's ``model`` is."""
     if model is None:
         return []
     provider_name, model_name = model.split(":", 1)
-    where = f"agents.{name}.context.summary_model"
     if provider_name == "builtin":
         if model_name not in BUILTIN_MODELS:
             return [f"{where}: the built-in provider has only {', '.join(sorted(BUILTIN_MODELS))}"]

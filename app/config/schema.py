@@ -547,6 +547,8 @@ class AgentConfig(ModelNamed, _Strict):
     mcp: dict[str, AgentMCPConfig] = Field(default_factory=dict)
     max_steps: int = Field(default=10, ge=1)
     conversations: Literal["client", "server"] = "client"
+    titles: bool = True
+    title_model: str | None = Field(default=None, pattern=_MODEL)
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
     context: ContextConfig = Field(default_factory=ContextConfig)
     leak_guard: LeakGuardConfig = Field(default_factory=LeakGuardConfig)

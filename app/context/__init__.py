@@ -16,7 +16,7 @@ from chatgate.context.probe import window_probe
 from chatgate.context.roles import HISTORY_START, alternate_roles
 from chatgate.context.summary import SUMMARY_INSTRUCTION, SUMMARY_REQUEST, ContextSummary, summary_prompt
 from chatgate.context.summary_keeper import SummaryKeeper
-from chatgate.context.summary_writer import SummaryModel, summary_model, write_summary
+from chatgate.context.summary_writer import summary_model, write_summary
 from chatgate.providers import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "ContextView",
     "Strategy",
     "SummaryKeeper",
-    "SummaryModel",
     "WindowProbe",
     "alternate_roles",
     "summary_model",

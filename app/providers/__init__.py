@@ -24,6 +24,7 @@ from chatgate.providers.client import upstream_client
 from chatgate.providers.ollama import OllamaProvider
 from chatgate.providers.openai import OpenAIProvider
 from chatgate.providers.refusals import CONTEXT_FULL, CONTEXT_LENGTH_EXCEEDED, context_full, is_length_refusal
+from chatgate.providers.side_call import SideModel, side_answer
 
 __all__ = [
     "ANTHROPIC_MAX_TOKENS",
@@ -31,10 +32,13 @@ __all__ = [
     "CONTEXT_LENGTH_EXCEEDED",
     "ModelRequest",
     "Provider",
+    "SideModel",
     "build_provider",
     "context_full",
     "is_length_refusal",
     "provider_of",
+    "side_answer",
+    "side_model",
     "upstream_client",
 ]
 
@@ -64,3 +68,16 @@ def provider_of(model: str, config: Config, http_client: httpx.AsyncClient) -> P
     except ValueError as exc:
         raise ConfigError([f"model {model!r}: {exc}"]) from None
     return PROVIDER_KINDS[settings.kind](name, settings, http_client)
+
+
+def side_model(
+    agent: AgentConfig, named: str | None, provider: Provider, config: Config, http_client: httpx.AsyncClient
+) -> SideModel:
+    """The model of a side call (app/providers/side_call.py): ``named`` (``provider:model``), else the agent's.
+
+    The agent's own model (``provider``) keeps its ``model_settings`` (an Ollama ``num_ctx``, an
+    ``extra_body`` still apply); a named model gets none of them, as they belong to the agent's provider.
+    """
+    if named is None:
+        return SideModel(provider, agent.model_name, agent.model, agent.model_settings)
+    return SideModel(provider_of(named, config, http_client), named.split(":", 1)[1], named)

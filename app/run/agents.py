@@ -27,10 +27,10 @@ from chatgate.config import (
     make_importable,
     resolve_provider,
 )
-from chatgate.context import ContextBudget, SummaryModel, summary_model, window_probe
+from chatgate.context import ContextBudget, summary_model, window_probe
 from chatgate.files import FileInliner
 from chatgate.leak_guard import prepare_look_alikes
-from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, build_provider, provider_of
+from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, SideModel, build_provider, provider_of, side_model
 from chatgate.run.failover import ChainEntry
 from chatgate.run.health import ModelHealth
 from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
@@ -56,7 +56,8 @@ class Agent:
     can answer them. ``prompt`` is the system
     prompt, rendered per request; by default it is built from ``config`` with paths relative to the
     working directory. ``context`` is its context budget (app/context/), None when no window is set;
-    ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/context/summary_writer.py).
+    ``summary_model`` writes its summaries under ``strategy = "summarize"`` (app/context/summary_writer.py);
+    ``title_model`` its stored threads' titles (app/threads/titles.py), None with ``titles = false``.
     ``files`` gives model calls the bytes of the uploads the history references (app/files/); a
     request sets its caller's, as it does ``approval_scope``. ``fallbacks`` are the models tried after
     ``provider``'s when a call fails (app/run/failover.py); ``deployments`` other deployments of its model,
@@ -76,7 +77,8 @@ class Agent:
     approval_scope: str = ""
     context: ContextBudget | None = None
     files: FileInliner | None = None
-    summary_model: SummaryModel | None = None
+    summary_model: SideModel | None = None
+    title_model: SideModel | None = None
     fallbacks: tuple[ChainEntry, ...] = ()
     health: ModelHealth | None = None
     deployments: tuple[ChainEntry, ...] = ()
@@ -94,6 +96,15 @@ class Agent:
             object.__setattr__(self, "approval_scope", approval_scope(self.name, ""))
         if self.prompt is None and self.config.system_prompt is not None:
             object.__setattr__(self, "prompt", prompt_template(self.config, Path.cwd()))
+
+
+def _title_model(
+    agent: AgentConfig, provider: Provider, config: Config, http_client: httpx.AsyncClient
+) -> SideModel | None:
+    """The model that titles the agent's stored threads: ``title_model``, else its own; None without titles."""
+    if agent.conversations != "server" or not agent.titles:
+        return None
+    return side_model(agent, agent.title_model, provider, config, http_client)
 
 
 def _known(window: int | str | None) -> int | None:
@@ -220,6 +231,7 @@ class AgentRegistry:
                 prompt=prompt_template(agent, config.base_dir),
                 context=context_budget(name, agent, config, http_client),
                 summary_model=summary_model(agent, providers[name], config, http_client),
+                title_model=_title_model(agent, providers[name], config, http_client),
                 fallbacks=_fallbacks(agent, config, http_client, agent.fallback_chain),
                 health=health,
                 deployments=_fallbacks(agent, config, http_client, agent.deployment_pool),

@@ -67,6 +67,7 @@ class ThreadInfo:
 
     ``last_client_run`` is the client's id (AG-UI ``runId``) of the last run that took the thread, when
     its protocol names runs: the parent of a run that answers or regenerates that run's turn.
+    ``title`` is its name, once written (after its first answer, or by its owner).
     """
 
     key: str
@@ -79,6 +80,7 @@ class ThreadInfo:
     created_at: float
     updated_at: float
     last_client_run: str | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +253,10 @@ class ThreadStore(Protocol):
         revision: int | None,
     ) -> ThreadInfo:
         """Clear the messages; keep the system message (``system`` None) or replace it."""
+        ...
+
+    async def set_title(self, thread: ThreadInfo, title: str | None, *, if_untitled: bool = False) -> bool:
+        """Name the thread (None: no name); with ``if_untitled`` only if it has none. False: not changed."""
         ...
 
     async def delete(self, owner: str, agent: str, thread_id: str) -> bool:

@@ -130,4 +130,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 7: the recovery sweep (``stalled_runs``) looks for running threads by heartbeat; a partial index
     # holds only the threads with a run, so idle threads cost it nothing.
     ("CREATE INDEX threads_by_heartbeat ON threads (heartbeat) WHERE active_run IS NOT NULL",),
+    # 8: the thread's title: written after its first answer (app/threads/titles.py) or by its owner;
+    # NULL until then (the list shows the first question), cleared by a reset.
+    ("ALTER TABLE threads ADD COLUMN title TEXT",),
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Any, Protocol
 
 from chatgate.history import Message
@@ -40,7 +41,8 @@ from chatgate.store.schema import MIGRATIONS
 __all__ = ["STALLED_RUNS", "Engine", "SqlThreadStore", "Transaction"]
 
 _THREAD_COLUMNS = (
-    "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at, last_client_run"
+    "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at,"
+    " last_client_run, title"
 )
 
 STALLED_RUNS = f"SELECT {_THREAD_COLUMNS} FROM threads WHERE heartbeat < $1 AND active_run IS NOT NULL LIMIT $2"
@@ -127,15 +129,16 @@ class SqlThreadStore:
             page = f" LIMIT ${len(args)}"
         async with self._engine.read() as tx:
             rows = await tx.fetch(
-                "SELECT t.id, t.updated_at, t.created_at, (SELECT m.body FROM messages m WHERE m.thread_key = t.key"
-                " AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_user"
+                "SELECT t.id, t.updated_at, t.created_at, t.title,"
+                " (SELECT m.body FROM messages m WHERE m.thread_key = t.key AND m.role = 'user'"
+                " ORDER BY m.seq LIMIT 1) AS first_user"
                 f" FROM threads t WHERE {where} ORDER BY t.updated_at DESC, t.id DESC{page}",
                 *args,
             )
         summaries = []
         for row in rows:
-            title = ""
-            if row["first_user"] is not None:
+            title = row["title"] or ""
+            if not title and row["first_user"] is not None:
                 first = decode_message("user", row["first_user"], "")
                 title = getattr(first, "text", "")[:80]
             summaries.append(ThreadSummary(row["id"], title, float(row["updated_at"]), float(row["created_at"])))
@@ -306,7 +309,16 @@ class SqlThreadStore:
             thread = await _held(tx, owner, agent, thread_id, revision)
             await tx.execute("DELETE FROM messages WHERE thread_key = $1", thread.key)
             await tx.execute("DELETE FROM thread_summaries WHERE thread_key = $1", thread.key)
-            return await _change_system(tx, thread, system or thread.system, "reset", by, now)
+            await tx.execute("UPDATE threads SET title = NULL WHERE key = $1", thread.key)
+            return await _change_system(tx, replace(thread, title=None), system or thread.system, "reset", by, now)
+
+    async def set_title(self, thread: ThreadInfo, title: str | None, *, if_untitled: bool = False) -> bool:
+        """Name the thread (None: no name); with ``if_untitled`` only if it has none. False: not changed."""
+        untitled = " AND title IS NULL" if if_untitled else ""
+        async with self._engine.transaction() as tx:
+            sql = f"UPDATE threads SET title = $1 WHERE key = $2{untitled} RETURNING key"
+            rows = await tx.fetch(sql, title, thread.key)
+            return bool(rows)
 
     async def delete(self, owner: str, agent: str, thread_id: str) -> bool:
         """Remove the thread, its messages, audit and approvals."""
@@ -427,6 +439,7 @@ def _as_thread(row: Mapping[str, Any]) -> ThreadInfo:
         created_at=float(row["created_at"]),
         updated_at=float(row["updated_at"]),
         last_client_run=row["last_client_run"],
+        title=row["title"],
     )
 
 

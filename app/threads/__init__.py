@@ -14,12 +14,14 @@ from chatgate.threads.recovery import RunRecovery, sweep_dead_runs
 from chatgate.threads.run import ThreadRun, checkpoint_runs, close_thread_runs
 from chatgate.threads.stage import RunCursor, ThreadServices, open_thread_turn
 from chatgate.threads.stop import request_stop, stop_and_wait
+from chatgate.threads.titles import ThreadTitler, thread_titler
 
 __all__ = [
     "RunCursor",
     "RunRecovery",
     "ThreadRun",
     "ThreadServices",
+    "ThreadTitler",
     "checkpoint_runs",
     "close_thread_runs",
     "open_thread_turn",
@@ -28,4 +30,5 @@ __all__ = [
     "run_log_id",
     "stop_and_wait",
     "sweep_dead_runs",
+    "thread_titler",
 ]

@@ -152,7 +152,8 @@ class ThreadRun:
     protocol) and writes every frame to ``writer``. The turn is saved before the terminal event reaches
     the encoder, so whoever reads a run's ending can read its saved turn. A stop (``stop()`` here or
     ``request_stop`` on the run log from any replica) cancels the agent (closing its upstream request),
-    saves the turn as ``partial`` and ends the stream with ``RunFinished(stopped=True)``.
+    saves the turn as ``partial`` and ends the stream with ``RunFinished(stopped=True)``. ``answered``
+    is told the answer's text when a complete turn was saved (app/threads/titles.py writes the title).
     """
 
     def __init__(
@@ -169,8 +170,10 @@ class ThreadRun:
         finish_on_disconnect: bool,
         trace: RunTrace | None = None,
         model: tuple[str, str] = ("", ""),
+        answered: Callable[[str], None] | None = None,
     ) -> None:
         self.thread = thread
+        self._answered = answered  # told the answer's text once a complete turn is saved (the thread's title)
         self._trace = trace
         self.run_id = run_id
         self._store = store
@@ -292,6 +295,8 @@ class ThreadRun:
                             cut_off = event.interrupted or event.code in ("server_shutdown", "prompt_leak")
                             status = "partial" if cut_off else "error"
                         await self._save(status)
+                        if status == "complete" and self._answered is not None and self._unsaved is None:
+                            self._answered(_answer_text(self._recorder.turn()))
                         yield event
                         return
                     yield event
@@ -334,6 +339,11 @@ class ThreadRun:
     async def _watch_stop(self) -> None:
         await self._writer.stop_requested()
         self.stop()
+
+
+def _answer_text(turn: list[Message]) -> str:
+    """The text of the turn's assistant messages, in order."""
+    return "\n\n".join(m.text for m in turn if isinstance(m, AssistantMessage) and m.text)
 
 
 async def checkpoint_runs(store: ThreadStore, runs: set[ThreadRun]) -> None:

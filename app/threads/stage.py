@@ -42,6 +42,7 @@ from chatgate.threads.inputs import turn_inputs
 from chatgate.threads.plan import nothing_to_answer, plan_turn
 from chatgate.threads.recovery import RunRecovery
 from chatgate.threads.run import ThreadRun, TurnRecorder
+from chatgate.threads.titles import ThreadTitler
 from chatgate.tracing import RunTrace
 from chatgate.usage import RunAccount
 
@@ -101,6 +102,7 @@ async def open_thread_turn(
     account: RunAccount | None = None,
     trace: RunTrace | None = None,
     seen: RunCursor | None = None,
+    titler: ThreadTitler | None = None,
 ) -> ThreadTurn:
     """Reconcile, commit and start the run (or follow it, or answer a hydrate); ``RequestError`` before any byte.
 
@@ -110,7 +112,7 @@ async def open_thread_turn(
     ``services`` is None when no store is open; ``config`` is the agents' config (it may have been reloaded).
     A thread held by a run whose producer died is first recovered (``services.recovery``, recovery.py).
     ``account`` records the run's usage; ``trace`` (tracing on) is the run's span: the detached run ends it,
-    not the request.
+    not the request. ``titler`` (the agent titles its threads) writes the title after a first answer.
     """
     if services is None:
         raise RequestError(503, "store_unavailable", "this agent keeps conversations but no store is open; restart")
@@ -183,7 +185,6 @@ async def open_thread_turn(
     assert writer is not None  # the thread was taken, so the log was opened
     if trace is not None:
         _trace_prompt(trace, known, inputs.agent)
-    recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
     run = ThreadRun(
         store,
         thread,
@@ -198,13 +199,14 @@ async def open_thread_turn(
             summaries=SummaryKeeper(store, thread, run_key, stored, summary) if agent.summary_model else None,
             retracts=retracts_steps(protocol, agent.config),
         ),
-        recorder,
+        TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None),
         writer,
         encode=partial(protocol.encode, inputs.encode, agent.config),
         interrupted=partial(protocol.interrupted, agent.config),
         finish_on_disconnect=finish_on_disconnect,
         trace=trace,
         model=(agent.config.provider_name, agent.config.model_name),
+        answered=titler.for_run(store, thread, run_key, plan) if titler is not None else None,
     )
     services.runs.add(run)
     run.task.add_done_callback(lambda _: services.runs.discard(run))

@@ -18,7 +18,7 @@ from chatgate.usage.accounts import BudgetExceeded, BudgetScope, PersonBudget, R
 from chatgate.usage.holds import BUDGET_LUA
 from chatgate.usage.ledger import GROUPS, Group
 from chatgate.usage.pricing import Pricing
-from chatgate.usage.runs import run_account
+from chatgate.usage.runs import run_account, side_account
 from chatgate.usage.tokens import RunUsage
 
 __all__ = [
@@ -34,4 +34,5 @@ __all__ = [
     "UsageAccounts",
     "person_of",
     "run_account",
+    "side_account",
 ]

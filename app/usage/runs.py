@@ -6,14 +6,14 @@ Kept apart from ``accounts`` because it reads the config, whose schema imports `
 from __future__ import annotations
 
 from chatgate.caller import Caller
-from chatgate.config import MICRO_USD, AgentConfig, Config, answer_tokens, resolve_provider
+from chatgate.config import MICRO_USD, AgentConfig, Budget, Config, answer_tokens, resolve_provider
 from chatgate.ids import new_id
 from chatgate.run_input import RunInput
 from chatgate.token_estimates import estimate
 from chatgate.usage.accounts import RunAccount, UsageAccounts
 from chatgate.usage.counters import Spend
 
-__all__ = ["run_account"]
+__all__ = ["run_account", "side_account"]
 
 
 def run_account(
@@ -21,16 +21,8 @@ def run_account(
 ) -> RunAccount:
     """The account of one run of ``caller`` on ``agent_name``."""
     agent = config.agents[agent_name]
-    key_budget = None
-    if caller.key_id is not None:
-        key_budget = next((key.budget for key in config.keys if key.id == caller.key_id), None)
-    kind: str | None = None
-    if agent.provider_name != "builtin":
-        try:
-            kind = resolve_provider(config, agent.provider_name).kind
-        except ValueError:
-            kind = None
-    budgets = accounts.budgets(caller, agent_name, key_budget, agent.budget)
+    kind = _kind(config, agent.provider_name)
+    budgets = accounts.budgets(caller, agent_name, _key_budget(config, caller), agent.budget)
     reserve = _reserve(accounts, config, agent, kind, run_input) if budgets else Spend()
     return RunAccount(
         accounts,
@@ -44,6 +36,44 @@ def run_account(
         reserve=reserve,
         hold_seconds=config.budgets.hold_seconds,
     )
+
+
+def side_account(
+    accounts: UsageAccounts, config: Config, caller: Caller, agent_name: str, model: str, *, thread_id: str, run_id: str
+) -> RunAccount:
+    """The account of a call beside a run (a thread's title) to ``model``: the run's budgets, nothing reserved.
+
+    It is checked against the budgets before the call (one already spent refuses it) and recorded as its
+    own ledger row, under ``run_id``.
+    """
+    agent = config.agents[agent_name]
+    return RunAccount(
+        accounts,
+        caller,
+        agent=agent_name,
+        model=model,
+        provider_kind=_kind(config, model.split(":", 1)[0]),
+        thread_id=thread_id,
+        run_id=run_id,
+        budgets=accounts.budgets(caller, agent_name, _key_budget(config, caller), agent.budget),
+        hold_seconds=config.budgets.hold_seconds,
+    )
+
+
+def _key_budget(config: Config, caller: Caller) -> Budget | None:
+    if caller.key_id is None:
+        return None
+    return next((key.budget for key in config.keys if key.id == caller.key_id), None)
+
+
+def _kind(config: Config, provider_name: str) -> str | None:
+    """The kind of the provider named ``provider_name`` (None: the built-in one, or not configured)."""
+    if provider_name == "builtin":
+        return None
+    try:
+        return resolve_provider(config, provider_name).kind
+    except ValueError:
+        return None
 
 
 def _reserve(

@@ -17,16 +17,17 @@ from starlette.responses import Response
 
 from chatgate.access import check_request_limits, hold_stream_slot, read_body, resolve_agent
 from chatgate.approvals import approval_scope
-from chatgate.caller import caller_of
+from chatgate.caller import Caller, caller_of
+from chatgate.config import Config
 from chatgate.errors import RequestError
 from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
 from chatgate.protocol import UIProtocol, retracts_steps
-from chatgate.run import run_agent
+from chatgate.run import Agent, run_agent
 from chatgate.run_input import RunInput
 from chatgate.telemetry import label_request
-from chatgate.threads import RunCursor, open_thread_turn
+from chatgate.threads import RunCursor, ThreadTitler, open_thread_turn, thread_titler
 from chatgate.tracing import RunTrace
-from chatgate.usage import RunAccount, run_account
+from chatgate.usage import RunAccount, UsageAccounts, run_account, side_account
 from chatgate.web.chat_request import trace_chat, traced_refusals
 from chatgate.web.services import running_of, services_of
 from chatgate.web.sse import EventStreamResponse
@@ -104,6 +105,7 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
                     account=account,
                     trace=trace,
                     seen=cursor,
+                    titler=_titler(agent, running.usage, registry.config, caller),
                 )
                 frames, joined, run = turn.frames, True, turn.run  # a run log's follower: it joins what piled up
                 if run is None:  # a hydrate or a follow: this request started no run
@@ -140,6 +142,15 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
         return await hold_stream_slot(request, start, services=services, check=account)  # type: ignore[return-value]
 
     return traced_refusals(chat)
+
+
+def _titler(agent: Agent, accounts: UsageAccounts, config: Config, caller: Caller) -> ThreadTitler | None:
+    """The agent's thread titler; each title call is counted in the caller's usage, under its own model."""
+
+    def account(model: str, thread_id: str, run_id: str) -> RunAccount:
+        return side_account(accounts, config, caller, agent.name, model, thread_id=thread_id, run_id=run_id)
+
+    return thread_titler(agent, account)
 
 
 def _closer(trace: RunTrace | None, account: RunAccount) -> Callable[[], None]:

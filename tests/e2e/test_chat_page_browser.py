@@ -20,6 +20,9 @@ from chatgate.config import Config
 from tests.browser import recorded_page, screenshot
 from tests.chat_page import assistants, axe_violations, open_page, send, wait_status
 from tests.conftest import make_config
+from tests.providers.fakes import fake_in_thread
+from tests.providers.support import provider_table
+from tests.threads.test_titles import TitlingModel
 
 Serve = Callable[[Config], str]
 
@@ -261,6 +264,25 @@ def kept(tmp_path: Path, **settings: Any) -> Config:
         "model_settings": settings,
     }
     return make_config({"kept": agent}, store={"url": f"sqlite:///{tmp_path / 'threads.db'}"})
+
+
+async def test_a_new_threads_title_replaces_its_first_question_in_the_list_without_a_reload(
+    page: Page, serve: Serve, tmp_path: Path
+) -> None:
+    fake = TitlingModel()
+    with fake_in_thread(fake=fake):
+        agent = {"model": "up:m", "conversations": "server", "titles": True}
+        providers = {"up": provider_table("openai", f"{fake.url}/v1")}
+        store = {"url": f"sqlite:///{tmp_path / 'threads.db'}"}
+        await open_page(page, serve(make_config({"kept": agent}, providers=providers, store=store)))
+        threads = page.get_by_role("navigation", name="Conversations")
+        await send(page, "Which city is the capital of France?")
+        await expect(assistants(page)).to_have_text(re.compile("Paris is the capital of France."))
+        titled = threads.get_by_role("button", name="Capital of France 1")
+        await expect(titled).to_be_visible()
+        await page.reload()  # stored: the title is the list's after a reload too
+        await expect(titled).to_have_attribute("aria-current", "true")
+    assert len(fake.titles) == 1
 
 
 async def test_a_server_held_thread_is_listed_reloaded_swapped_and_reset(

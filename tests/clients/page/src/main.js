@@ -211,6 +211,14 @@ async function refreshThreads() {
   if (response?.ok) drawThreads((await response.json()).threads);
 }
 
+// A thread's title is written just after its first answer (docs/conversations.md#titles): read the list
+// again a little later, twice, so the new title replaces the first question without a reload.
+const TITLE_READS_MS = [1500, 5000];
+
+function awaitTitle() {
+  for (const delay of TITLE_READS_MS) setTimeout(refreshThreads, delay);
+}
+
 function drawThreads(threads) {
   const current = page.chat?.id;
   $("thread-list").replaceChildren(
@@ -335,9 +343,10 @@ function startChat({ id, messages } = {}) {
     sendAutomaticallyWhen: (options) =>
       lastAssistantMessageIsCompleteWithToolCalls(options) ||
       lastAssistantMessageIsCompleteWithApprovalResponses(options),
-    onFinish: () => {
+    onFinish: ({ messages: all }) => {
       writeHash();
       refreshThreads();
+      if (all.filter((m) => m.role === "assistant").length === 1) awaitTitle();
     },
     onError: () => {}, // shown from chat.error when drawn
   });
