@@ -11,6 +11,8 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -133,28 +135,42 @@ async def _stored_answers(store_url: str, thread_id: str) -> list[AssistantMessa
         await store.close()
 
 
-def test_a_resume_after_a_failover_replays_one_coherent_answer(serve: Serve, tmp_path: Path) -> None:
+@contextmanager
+def run_held_mid_failover(
+    serve: Serve, tmp_path: Path, path: str, body: dict[str, Any], **agent: Any
+) -> Iterator[tuple[str, threading.Event]]:
+    """A stored thread's run whose first model was cut after "Hal" and whose replacement holds after "Hello".
+
+    ``body`` is POSTed to ``path`` in the background; yields the server's URL once the replacement is held,
+    and the event that releases it (" there" and the end follow); the block's end releases it too.
+    """
     held = threading.Event()
     rest = [openai_chunk({"content": " there"}), openai_chunk({}, "stop"), openai_usage(5, 2), DONE]
     replacement = Reply([openai_chunk({"content": "Hello"}), held, *rest])
     store = {"store": {"url": f"sqlite:///{tmp_path / 'threads.db'}"}}
     with fake_in_thread(CUT["text"]) as dead, fake_in_thread(replacement) as live:
-        url = serve_chain(serve, dead.url, live.url, store, conversations="server", vercel_ai_version="v7")
-        body = {"id": "t1", "messages": [USER], "trigger": "submit-message"}
-        posted = threading.Thread(target=httpx.post, args=(url + "/api/chat",), kwargs={"json": body, "timeout": 60})
+        url = serve_chain(serve, dead.url, live.url, store, conversations="server", **agent)
+        posted = threading.Thread(target=httpx.post, args=(url + path,), kwargs={"json": body, "timeout": 60})
         posted.start()
         try:
             deadline = time.monotonic() + 30  # only how long a failing test waits before it says so
             while not live.requests and time.monotonic() < deadline:
                 time.sleep(0.02)
-            with httpx.stream("GET", url + "/api/chat/t1/stream", timeout=60) as resumed:
-                assert resumed.status_code == 200
-                held.set()
-                replay = resumed.read().decode()
+            yield url, held
         finally:
             held.set()
             posted.join()
-        assert len(dead.requests) == 1
+        assert len(dead.requests) == 1 and len(live.requests) == 1
+
+
+def test_a_resume_after_a_failover_replays_one_coherent_answer(serve: Serve, tmp_path: Path) -> None:
+    body = {"id": "t1", "messages": [USER], "trigger": "submit-message"}
+    with run_held_mid_failover(serve, tmp_path, "/api/chat", body, vercel_ai_version="v7") as (url, held):
+        resumed = httpx.stream("GET", url + "/api/chat/t1/stream", timeout=60)
+        with resumed as response:
+            assert response.status_code == 200
+            held.set()
+            replay = response.read().decode()
     result = check_use_chat_stream(7, replay)
     assert result.count("reset-step") == 1
     assert _message(replay) == ["Hello there"]
@@ -197,31 +213,17 @@ def test_ag_ui_client_keeps_the_earlier_steps_of_the_run(serve: Serve) -> None:
 
 
 def test_an_ag_ui_reconnect_after_a_failover_replays_the_retraction(serve: Serve, tmp_path: Path) -> None:
-    held = threading.Event()
-    rest = [openai_chunk({"content": " there"}), openai_chunk({}, "stop"), openai_usage(5, 2), DONE]
-    store = {"store": {"url": f"sqlite:///{tmp_path / 'threads.db'}"}}
     body = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}
-    replacement = Reply([openai_chunk({"content": "Hello"}), held, *rest])
-    with fake_in_thread(CUT["text"]) as dead, fake_in_thread(replacement) as live:
-        url = serve_chain(serve, dead.url, live.url, store, conversations="server")
-        posted = threading.Thread(target=httpx.post, args=(url + "/ag-ui",), kwargs={"json": body, "timeout": 60})
-        posted.start()
-        try:
-            deadline = time.monotonic() + 30  # only how long a failing test waits before it says so
-            while not live.requests and time.monotonic() < deadline:
-                time.sleep(0.02)
-            again = {**body, "runId": "r2"}  # adds nothing: it follows the run going on
-            with httpx.stream("POST", url + "/ag-ui", json=again, timeout=60) as followed:
-                assert followed.status_code == 200
-                held.set()
-                events = [json.loads(line[6:]) for line in followed.iter_lines() if line.startswith("data: ")]
-        finally:
+    with run_held_mid_failover(serve, tmp_path, "/ag-ui", body) as (url, held):
+        again = {**body, "runId": "r2"}  # adds nothing: it follows the run going on
+        with httpx.stream("POST", url + "/ag-ui", json=again, timeout=60) as followed:
+            assert followed.status_code == 200
             held.set()
-            posted.join()
+            events = [json.loads(line[6:]) for line in followed.iter_lines() if line.startswith("data: ")]
     check_ag_ui_events(events)
     types = [event["type"] for event in events]
     assert types[-1] == "RUN_FINISHED" and types.count("MESSAGES_SNAPSHOT") == 2  # the rejoin's and the retraction's
     last = len(types) - 1 - types[::-1].index("MESSAGES_SNAPSHOT")
     assert [m["id"] for m in events[last]["messages"]] == ["u1"]
     after = "".join(e["delta"] for e in events[last:] if e["type"] == "TEXT_MESSAGE_CONTENT")
-    assert after == "Hello there" and len(dead.requests) == 1
+    assert after == "Hello there"
