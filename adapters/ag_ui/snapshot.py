@@ -68,6 +68,9 @@ def restated_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
         if isinstance(message, SystemMessage):
             if message.id:
                 messages.append({"id": message.id, "role": message.role, "content": message.content})
+        elif isinstance(message, AssistantMessage) and [type(part) for part in message.parts] == [ReasoningPart]:
+            # A client's reasoning message (decoded as an answer of one reasoning part) keeps its own id.
+            messages.extend({**reasoning, "id": message.id} for reasoning in snapshot_messages((message,)))
         else:
             messages.extend(snapshot_messages((message,)))
     return messages

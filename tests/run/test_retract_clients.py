@@ -227,3 +227,18 @@ def test_an_ag_ui_reconnect_after_a_failover_replays_the_retraction(serve: Serve
     assert [m["id"] for m in events[last]["messages"]] == ["u1"]
     after = "".join(e["delta"] for e in events[last:] if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert after == "Hello there"
+
+
+def test_ag_ui_client_keeps_its_reasoning_messages_in_place(serve: Serve) -> None:
+    earlier = [
+        {"id": "u0", "role": "user", "content": "Hello?"},
+        {"id": "r0", "role": "reasoning", "content": "A greeting."},
+        {"id": "a0", "role": "assistant", "content": "Hi."},
+        {"id": "u1", "role": "user", "content": "And now?"},
+    ]
+    with fake_in_thread(CUT["reasoning"]) as dead, fake_in_thread(openai_text("Hello")) as live:
+        result = ag_ui(serve_chain(serve, dead.url, live.url), earlier)
+    messages = result["messages"]
+    assert [m["id"] for m in messages[:4]] == ["u0", "r0", "a0", "u1"]
+    # The snapshot holds a reasoning message, so the client drops the withdrawn one whole.
+    assert [(m["role"], m.get("content")) for m in messages[4:]] == [("assistant", "Hello")]
