@@ -62,6 +62,18 @@ CUT_AT = {
         ),
         ending="cut",
     ),
+    ("anthropic", "tool-call-complete"): Reply(
+        _anthropic(
+            *_anthropic_block(
+                "tool_use",
+                {"type": "input_json_delta", "partial_json": '{"zone": "UTC"}'},
+                id="toolu_1",
+                name="get_time",
+            ),
+            anthropic_event("content_block_stop", index=0),  # the call is whole: the client got its input
+        ),
+        ending="cut",
+    ),
     ("anthropic", "reasoning"): Reply(
         _anthropic(*_anthropic_block("thinking", {"type": "thinking_delta", "thinking": "Let me"}, thinking="")),
         ending="cut",
@@ -90,6 +102,7 @@ async def test_a_stream_cut_mid_answer_is_retracted_and_answered_on_the_next_mod
     assert answer_text(kept) == "Hi" and not any(isinstance(e, ToolCallStart | ToolCallEnd) for e in kept)
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.reason == "stop"
+    assert finished.pending_tool_call_ids == ()  # a call of the withdrawn step is dropped with it
     assert len(dead.requests) == 1 and len(live.requests) == 1
     assert live.bodies[0]["messages"] == [{"role": "user", "content": "Hello"}]  # the same input, nothing spliced
     moved = {"agent": "helper", "from": "up0:m0", "to": "up1:m1", "reason": "interrupted"}

@@ -21,8 +21,9 @@ import pytest
 
 from chatgate.history import AssistantMessage
 from chatgate.store import open_store
-from tests.conftest import check_ag_ui_events, check_use_chat_stream, run_node_client
-from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage
+from tests.conftest import check_ag_ui_events, check_use_chat_stream, make_config, run_node_client
+from tests.providers.fakes import Reply, anthropic_event, fake_in_thread, openai_chunk, openai_usage
+from tests.providers.support import provider_table
 from tests.providers.test_ui_clients import DONE, ag_ui, openai_text, use_chat
 from tests.run.test_failover_clients import USER, Serve, serve_chain
 from tests.store.conftest import store_url
@@ -242,3 +243,24 @@ def test_ag_ui_client_keeps_its_reasoning_messages_in_place(serve: Serve) -> Non
     assert [m["id"] for m in messages[:4]] == ["u0", "r0", "a0", "u1"]
     # The snapshot holds a reasoning message, so the client drops the withdrawn one whole.
     assert [(m["role"], m.get("content")) for m in messages[4:]] == [("assistant", "Hello")]
+
+
+def test_use_chat_7_drops_a_whole_frontend_call_of_the_withdrawn_step(serve: Serve) -> None:
+    call = [
+        anthropic_event("message_start", message={"id": "msg_1", "usage": {"input_tokens": 7}}),
+        anthropic_event(
+            "content_block_start", index=0, content_block={"type": "tool_use", "id": "toolu_1", "name": "get_time"}
+        ),
+        anthropic_event("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": "{}"}),
+        anthropic_event("content_block_stop", index=0),
+    ]
+    with fake_in_thread(Reply(call, ending="cut")) as dead, fake_in_thread(openai_text("Noon.")) as live:
+        config = make_config(
+            {"helper": {"model": "up0:m0", "fallbacks": ["up1:m1"], "default": True, "vercel_ai_version": "v7"}},
+            providers={"up0": provider_table("anthropic", dead.url), "up1": provider_table("openai", live.url)},
+        )
+        result = use_chat(serve(config), 7, [USER], tools=TOOLS)
+    types = [chunk["type"] for chunk in result["chunks"]]
+    assert types.index("tool-input-available") < types.index("reset-step")  # the client had the whole call
+    assert [part["type"] for part in result["message"]["parts"]] == ["step-start", "text"]
+    assert texts(result["message"]) == ["Noon."]
