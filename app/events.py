@@ -8,7 +8,8 @@ one terminal event). They are frozen dataclasses, except the three deltas (``Tex
 plain dataclasses with slots, and no code changes them either.
 
 A provider's stream for one model call yields content events, optionally ``Usage``, and ends with
-``ModelFinished``. The runner wraps each model call in ``StepStarted``/``StepFinished`` and ends every
+``ModelFinished``. The runner wraps each model call in ``StepStarted``/``StepFinished``, withdraws what
+a step showed with ``StepRetracted`` (its model failed mid-answer and the step starts again), and ends every
 run with exactly one of ``RunFinished`` or ``RunFailed``, each carrying the run's summed usage
 (``ModelUsage``, one per model, summed by a ``UsageTally``: the one place both protocols' usage comes from).
 """
@@ -31,6 +32,7 @@ __all__ = [
     "RunFinished",
     "SourceCited",
     "StepFinished",
+    "StepRetracted",
     "StepStarted",
     "TextDelta",
     "TextEnd",
@@ -271,6 +273,27 @@ class StepFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class StepRetracted:
+    """The client must drop everything the step ``name`` showed so far: the one way to take output back.
+
+    The step is still open: what follows replaces what was dropped, inside the same step (no second
+    ``StepStarted``). ``reason`` says why in the product's words (``failover``; a guardrail or a regenerate
+    can use the same event), ``model`` names the model (``provider:model``) whose output is withdrawn and
+    ``failure`` its failure's kind (``interrupted``, ``timeout``...), kept in the stored answer's metadata.
+    ``kept`` is what the run added to the history before this step (earlier steps' assistant and tool
+    messages, ``chatgate.history`` messages), for a protocol that restates the whole list (AG-UI's
+    ``MESSAGES_SNAPSHOT``); the journal does not keep it (a recovery needs only the drop).
+    """
+
+    name: str
+    reason: str
+    model: str = ""
+    failure: str = ""
+    # history's Message: events sits on the floor below history's users and cannot name the type.
+    kept: tuple[Any, ...] = field(default=(), repr=False, compare=False, metadata={"journal": False})
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The run ended normally. Terminal. ``stopped``: someone stopped it (``POST .../threads/{id}/stop``).
 
@@ -318,6 +341,7 @@ RunEvent: TypeAlias = (
     | ModelFinished
     | StepStarted
     | StepFinished
+    | StepRetracted
     | RunFinished
     | RunFailed
 )

@@ -123,6 +123,8 @@ class AssistantMessage:
     parts: tuple[AssistantPart, ...]
     id: str = ""
     created_at: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """What the server notes about the answer, never sent to a model (the attempts withdrawn before it)."""
 
     @property
     def text(self) -> str:

@@ -4,7 +4,8 @@ Adapters register under the ``chatgate.protocols`` entry-point group (see ``pypr
 the core never imports ``adapters/``. Every protocol is a ``UIProtocol``; what only some protocols do
 is a small protocol of its own, checked with ``isinstance``: ``DescribesRequests`` (a request body's
 JSON schema, for ``GET /openapi.json``), ``DescribesAgents`` (an agent's ``AgentFacts`` as the
-protocol's capabilities document) and ``RendersMessages`` (a stored thread in the client's shape).
+protocol's capabilities document), ``RendersMessages`` (a stored thread in the client's shape) and
+``RetractsSteps`` (its client can drop a step it was shown).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ __all__ = [
     "DescribesRequests",
     "InputKind",
     "RendersMessages",
+    "RetractsSteps",
     "ThreadCapabilities",
     "UIProtocol",
     "discover_protocols",
+    "retracts_steps",
 ]
 
 InputKind: TypeAlias = Literal["image", "audio", "video", "pdf", "file"]
@@ -156,6 +159,20 @@ class RendersMessages(Protocol):
     def ui_messages(self, history: Sequence[tuple[Message, str]], agent: AgentConfig) -> list[dict[str, Any]]:
         """A stored thread (each message with its id) as the client takes it after a reload."""
         ...
+
+
+@runtime_checkable
+class RetractsSteps(Protocol):
+    """A protocol whose client can drop a step it was shown (``StepRetracted``): ai 7, AG-UI."""
+
+    def retracts(self, agent: AgentConfig) -> bool:
+        """Whether ``agent``'s clients can drop a step (useChat: only ``vercel_ai_version = "v7"``)."""
+        ...
+
+
+def retracts_steps(protocol: UIProtocol, agent: AgentConfig) -> bool:
+    """Whether a run streamed in ``protocol`` for ``agent`` may withdraw a step it showed."""
+    return isinstance(protocol, RetractsSteps) and protocol.retracts(agent)
 
 
 def discover_protocols() -> list[UIProtocol]:

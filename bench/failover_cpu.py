@@ -5,8 +5,9 @@
 No app and no network: the model is an in-process provider yielding ``--tokens`` text deltas, so what is
 measured is the runner's own work per run and per token. ``plain`` is an agent on that model alone;
 ``chain`` is the same agent with two fallbacks and the in-process breaker (app/run/health.py), whose
-first model always answers. Batches alternate; the medians per run and per token, and the ratio, are
-printed. A benchmark, not a test.
+first model always answers; ``retract`` is ``chain`` for a client that can drop a step it was shown
+(``run_agent(retracts=True)``: ai 7, AG-UI), which fails over mid-answer too. Batches alternate; the
+medians per run and per token, and the ratios, are printed. A benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -59,12 +60,12 @@ def agents(tokens: int) -> dict[str, Agent]:
     }
 
 
-async def batch(agent: Agent, runs: int) -> float:
+async def batch(agent: Agent, runs: int, *, retracts: bool = False) -> float:
     """CPU seconds for ``runs`` whole runs."""
     run_input = RunInput((UserMessage((TextPart("Hi"),)),))
     started = time.process_time()
     for _ in range(runs):
-        async for _ in run_agent(agent, run_input):
+        async for _ in run_agent(agent, run_input, retracts=retracts):
             pass
     return time.process_time() - started
 
@@ -75,17 +76,20 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--tokens", type=int, default=200)
     args = parser.parse_args()
-    measured = agents(args.tokens)
-    for agent in measured.values():
-        await batch(agent, 20)  # warm up
+    built = agents(args.tokens)
+    measured = {name: (agent, False) for name, agent in built.items()}
+    measured["retract"] = (built["chain"], True)
+    for agent, retracts in measured.values():
+        await batch(agent, 20, retracts=retracts)  # warm up
     times: dict[str, list[float]] = {name: [] for name in measured}
     for _ in range(args.rounds):
-        for name, agent in measured.items():
-            times[name].append(await batch(agent, args.runs) / args.runs)
+        for name, (agent, retracts) in measured.items():
+            times[name].append(await batch(agent, args.runs, retracts=retracts) / args.runs)
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, per_run in medians.items():
         print(f"{name:6} {per_run * 1e6:8.1f} µs/run  {per_run / args.tokens * 1e9:7.0f} ns/token")
     print(f"chain / plain = {medians['chain'] / medians['plain']:.3f}")
+    print(f"retract / chain = {medians['retract'] / medians['chain']:.3f}")
 
 
 if __name__ == "__main__":

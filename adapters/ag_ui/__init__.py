@@ -48,6 +48,10 @@ class AgUiProtocol:
         """None: every agent speaks AG-UI 1.0 (a client may declare its own ``protocolVersion``)."""
         return None
 
+    def retracts(self, agent: AgentConfig) -> bool:
+        """True: a ``MESSAGES_SNAPSHOT`` without a step's messages makes every AG-UI client drop them."""
+        return True
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``RunAgentInput`` body; 400 when it is not JSON, 422 naming each wrong field."""
         return decode_request(body)

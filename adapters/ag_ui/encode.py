@@ -8,6 +8,7 @@ run event, then exactly one of ``RUN_FINISHED`` or ``RUN_ERROR``. Reasoning span
 ``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED``. The run's usage (summed by the runner, one
 ``TokenUsage`` per model) goes on ``RUN_FINISHED.usage`` or ``RUN_ERROR.usage``; tool approval requests
 become ``RUN_FINISHED`` interrupts, frontend tool calls the run waits on its ``pendingToolCallIds``.
+A retracted step (``StepRetracted``) becomes a ``MESSAGES_SNAPSHOT`` of the messages without it.
 Frames are LF-only and carry no ``null``.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from chatgate.adapters.ag_ui.snapshot import snapshot_messages, source_value
+from chatgate.adapters.ag_ui.snapshot import restated_messages, snapshot_messages, source_value
 from chatgate.adapters.base import sse_frame
 from chatgate.config import AgentConfig
 from chatgate.events import (
@@ -32,6 +33,7 @@ from chatgate.events import (
     RunFinished,
     SourceCited,
     StepFinished,
+    StepRetracted,
     StepStarted,
     TextDelta,
     TextEnd,
@@ -79,6 +81,8 @@ class _RunEncoder:
     def __init__(self, run_input: RunInput, agent: AgentConfig) -> None:
         self._run = {"threadId": run_input.thread_id, "runId": run_input.run_id}
         self._snapshot = run_input.snapshot
+        # What the client holds before this run's events: a retraction's snapshot restates it.
+        self._before = run_input.snapshot if run_input.snapshot is not None else run_input.messages
         lineage = {"parentRunId": run_input.parent_run_id} if run_input.parent_run_id else {}
         self._started: dict[str, Any] = {"type": "RUN_STARTED", **self._run, **lineage}
         carrier = _unanswered_calls(run_input)
@@ -98,11 +102,13 @@ class _RunEncoder:
         self._reasoning: dict[str, bytes] = {}
         self._tool_calls: dict[str, bytes] = {}
         self._steps: list[str] = []
+        self._step_reasoning: list[str] = []  # the reasoning messages the current step opened
         self._parent_message_id: str | None = None
         self._interrupts: list[dict[str, Any]] = []
         self._handlers: dict[type[Any], Callable[[Any], bytes]] = {
             StepStarted: self._step_started,
             StepFinished: self._step_finished,
+            StepRetracted: self._step_retracted,
             TextStart: self._text_start,
             TextEnd: self._text_end,
             ReasoningStart: self._reasoning_start,
@@ -193,11 +199,37 @@ class _RunEncoder:
     def _step_started(self, event: StepStarted) -> bytes:
         self._steps.append(event.name)
         self._parent_message_id = None
+        self._step_reasoning = []
         return sse_frame({"type": "STEP_STARTED", "stepName": event.name})
 
     def _step_finished(self, event: StepFinished) -> bytes:
         self._steps.remove(event.name)
         return sse_frame({"type": "STEP_FINISHED", "stepName": event.name})
+
+    def _step_retracted(self, event: StepRetracted) -> bytes:
+        """What the step left open closed, then a ``MESSAGES_SNAPSHOT`` without the step's messages.
+
+        The snapshot restates the client's messages before the run and the run's earlier steps
+        (``event.kept``); a client drops every message it holds that the snapshot lacks (but reasoning, when
+        the snapshot holds none: then the step's reasoning is restated empty). Open tool calls
+        are ended after it, when no message holds them any more: no subscriber sees a partial call complete.
+        """
+        frames = [sse_frame({"type": "TEXT_MESSAGE_END", "messageId": message_id}) for message_id in self._texts]
+        for message_id in self._reasoning:
+            frames.append(sse_frame({"type": "REASONING_MESSAGE_END", "messageId": message_id}))
+            frames.append(sse_frame({"type": "REASONING_END", "messageId": message_id}))
+        messages = restated_messages(self._before) + snapshot_messages(event.kept)
+        if self._step_reasoning and not any(message["role"] == "reasoning" for message in messages):
+            # @ag-ui/client keeps every reasoning message when a snapshot holds none: restate the step's, emptied.
+            messages += [{"id": message_id, "role": "reasoning", "content": ""} for message_id in self._step_reasoning]
+        self._step_reasoning = []
+        frames.append(sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": messages}))
+        frames += [sse_frame({"type": "TOOL_CALL_END", "toolCallId": call_id}) for call_id in self._tool_calls]
+        self._texts.clear()
+        self._reasoning.clear()
+        self._tool_calls.clear()
+        self._parent_message_id = None
+        return b"".join(frames)
 
     def _text_start(self, event: TextStart) -> bytes:
         self._texts[event.id] = _prefix("TEXT_MESSAGE_CONTENT", "messageId", event.id)
@@ -210,6 +242,7 @@ class _RunEncoder:
 
     def _reasoning_start(self, event: ReasoningStart) -> bytes:
         self._reasoning[event.id] = _prefix("REASONING_MESSAGE_CONTENT", "messageId", event.id)
+        self._step_reasoning.append(event.id)
         return sse_frame({"type": "REASONING_START", "messageId": event.id}) + sse_frame(
             {"type": "REASONING_MESSAGE_START", "messageId": event.id, "role": "reasoning"}
         )

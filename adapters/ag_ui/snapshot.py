@@ -22,13 +22,14 @@ from chatgate.history import (
     Message,
     ReasoningPart,
     SourcePart,
+    SystemMessage,
     TextPart,
     ToolCallPart,
     ToolMessage,
     UserMessage,
 )
 
-__all__ = ["snapshot_messages", "source_value"]
+__all__ = ["restated_messages", "snapshot_messages", "source_value"]
 
 _MEDIA_KINDS = ("image", "audio", "video")
 
@@ -54,6 +55,24 @@ def snapshot_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
         elif isinstance(message, ActivityMessage):
             activity = {"activityType": message.activity_type, "content": dict(message.content)}
             messages.append({"id": message.id, "role": "activity", **activity})
+    return messages
+
+
+def restated_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """``history`` as the client that sent it holds it: its own system and developer messages kept (with ids).
+
+    What a retraction's ``MESSAGES_SNAPSHOT`` restates, since a client drops every message a snapshot lacks.
+    """
+    messages: list[dict[str, Any]] = []
+    for message in history:
+        if isinstance(message, SystemMessage):
+            if message.id:
+                messages.append({"id": message.id, "role": message.role, "content": message.content})
+        elif isinstance(message, AssistantMessage) and [type(part) for part in message.parts] == [ReasoningPart]:
+            # A client's reasoning message (decoded as an answer of one reasoning part) keeps its own id.
+            messages.extend({**reasoning, "id": message.id} for reasoning in snapshot_messages((message,)))
+        else:
+            messages.extend(snapshot_messages((message,)))
     return messages
 
 

@@ -46,6 +46,10 @@ class VercelAIProtocol:
         """The ``ai`` generation the agent's streams are for: its ``vercel_ai_version``."""
         return agent.vercel_ai_version
 
+    def retracts(self, agent: AgentConfig) -> bool:
+        """Whether ``agent``'s clients can drop a step they were shown: ai 7's ``reset-step`` (v7 agents only)."""
+        return agent.vercel_ai_version == "v7"
+
     def decode(self, body: bytes) -> RunInput:
         """Decode a ``DefaultChatTransport`` body; 400 for bad JSON, 422 naming a wrong field."""
         return decode_request(body)

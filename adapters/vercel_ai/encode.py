@@ -20,7 +20,9 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
   unknown fields and a ``finishReason`` on ``finish``, and no 5.x knows approvals, so an approval
   request or a denial reaches a v5 client as ``tool-output-error`` saying so. v7 alone gets
   ``finishReason: "interrupted"`` (ai 7.0.149 on) when the upstream broke off: no ``error`` chunk, the
-  partial answer stands, as the AI SDK's own providers end such a stream.
+  partial answer stands, as the AI SDK's own providers end such a stream. v7 alone gets ``reset-step``
+  for a ``StepRetracted`` (the step's model failed mid-answer and another answers it): the client drops
+  the step's parts and the replacement streams into the same step.
 - Usage: the run's usage (summed by the runner) and cost go on ``finish.messageMetadata``
   (``{usage, model, provider, costUsd}``), useChat's ``message.metadata``. A stopped run (someone
   called ``POST .../stop``) ends as the AI SDK's server ends an aborted one: its usage as a
@@ -53,6 +55,7 @@ from chatgate.events import (
     RunFinished,
     SourceCited,
     StepFinished,
+    StepRetracted,
     StepStarted,
     TextDelta,
     TextEnd,
@@ -80,6 +83,7 @@ NO_APPROVALS = "This tool call needs a human's approval, which this client (AI S
 
 _DONE = b"data: [DONE]\n\n"
 _ABORT = b'data: {"type":"abort"}\n\n'
+_RESET_STEP = b'data: {"type":"reset-step"}\n\n'
 _FRAME_END = b"}\n\n"
 _FINISH_REASONS: Mapping[FinishReason | Literal["interrupted"], str] = {
     "interrupted": "interrupted",
@@ -252,6 +256,8 @@ class _MessageStream:
             return self._close_parts()
         if isinstance(event, SourceCited):
             return sse_frame(ui_source(event.source_id, event.url, event.title, event.media_type, event.filename))
+        if isinstance(event, StepRetracted):
+            return self._retracted()
         return b""  # Usage (the runner sums it for the ending), ModelFinished: nothing a useChat client reads
 
     def end(
@@ -297,6 +303,20 @@ class _MessageStream:
         if event.provider_data:
             chunk["providerMetadata"] = {METADATA_KEY: dict(event.provider_data)}
         return sse_frame(chunk)
+
+    def _retracted(self) -> bytes:
+        """``reset-step`` (ai 7): the client drops the step's parts, open ones too, and keeps its ``step-start``.
+
+        Nothing is closed first: a ``text-end`` or a tool error would be parts of the step it drops. Older
+        versions have no such chunk (the runner retracts nothing for them): their open parts are closed.
+        """
+        if self.version != "v7":
+            return self._close_parts()
+        self.text.clear()
+        self.reasoning.clear()
+        self.tools.clear()
+        self.tool_names.clear()
+        return _RESET_STEP
 
     def _close_parts(self) -> bytes:
         frames = [sse_frame({"type": "text-end", "id": part_id}) for part_id in self.text]

@@ -19,6 +19,7 @@ from chatgate.config.schema import (
     PLACEHOLDER,
     AgentConfig,
     Config,
+    FallbackConfig,
     ProviderKind,
     SystemPromptConfig,
     resolve_provider,
@@ -142,10 +143,13 @@ def _side_model_problems(where: str, model: str | None, config: Config, environ:
 
 
 def _fallback_problems(name: str, agent: AgentConfig, config: Config, environ: Mapping[str, str]) -> list[str]:
-    """Each fallback's provider known and its model settings (its own, else the agent's) of that provider's kind."""
+    """Each deployment's and fallback's provider known, its model settings (its own, else the agent's) of its kind."""
     problems = []
-    for index, entry in enumerate(agent.fallback_chain):
-        where = f"agents.{name}.fallbacks[{index}]"
+    entries: list[tuple[str, int, FallbackConfig]]
+    entries = [("deployments", index, entry) for index, entry in enumerate(agent.deployment_pool)]
+    entries += [("fallbacks", index, entry) for index, entry in enumerate(agent.fallback_chain)]
+    for key, index, entry in entries:
+        where = f"agents.{name}.{key}[{index}]"
         settings = agent.model_settings if entry.model_settings is None else entry.model_settings
         kind: ProviderKind | Literal["builtin"] = "builtin"
         if entry.provider_name == "builtin":

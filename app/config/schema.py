@@ -511,6 +511,15 @@ class FallbackConfig(ModelNamed, _Strict):
         return _checked_model(model)
 
 
+class DeploymentConfig(FallbackConfig):
+    """One entry of an agent's ``deployments``: another deployment of its model (a key, a region, a server).
+
+    ``weight`` is its share of the runs, against the agent's own ``weight`` and the other deployments'.
+    """
+
+    weight: float = Field(default=1.0, gt=0)
+
+
 def _checked_model(model: str) -> str:
     if not re.match(_MODEL, model):
         raise ValueError(f"write the model as provider:model, e.g. openai:gpt-4.1 or builtin:echo (got {model!r})")
@@ -521,6 +530,8 @@ class AgentConfig(ModelNamed, _Strict):
     """``[agents.NAME]``: one agent a client can talk to."""
 
     model: str = Field(description="provider:model")
+    weight: float = Field(default=1.0, gt=0)
+    deployments: tuple[str | DeploymentConfig, ...] = ()
     fallbacks: tuple[str | FallbackConfig, ...] = ()
     system_prompt: str | SystemPromptConfig | None = None
     instructions: str | None = None
@@ -548,13 +559,18 @@ class AgentConfig(ModelNamed, _Strict):
     def _provider_and_model(cls, model: str) -> str:
         return _checked_model(model)
 
-    @field_validator("fallbacks")
+    @field_validator("fallbacks", "deployments")
     @classmethod
-    def _fallback_models(cls, fallbacks: tuple[str | FallbackConfig, ...]) -> tuple[str | FallbackConfig, ...]:
-        for entry in fallbacks:
+    def _fallback_models(cls, entries: tuple[str | FallbackConfig, ...]) -> tuple[str | FallbackConfig, ...]:
+        for entry in entries:
             if isinstance(entry, str):
                 _checked_model(entry)
-        return fallbacks
+        return entries
+
+    @property
+    def deployment_pool(self) -> tuple[DeploymentConfig, ...]:
+        """The ``deployments``, each as a table (a plain ``"provider:model"`` has weight 1 and the agent's settings)."""
+        return tuple(DeploymentConfig(model=entry) if isinstance(entry, str) else entry for entry in self.deployments)
 
     @property
     def fallback_chain(self) -> tuple[FallbackConfig, ...]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Literal, Protocol, TypeAlias
@@ -41,7 +41,7 @@ from chatgate.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from chatgate.history import AssistantMessage, SystemMessage, UserMessage
+from chatgate.history import AssistantMessage, Message, SystemMessage, UserMessage
 from chatgate.ids import new_id
 from chatgate.leak_guard.matcher import GuardedText, StreamWatch, guarded_text
 from chatgate.providers import ModelRequest
@@ -117,16 +117,16 @@ def start_guard(
     guarded = guarded_text(system, min_words, markup=markup)
     if guarded.empty and marker is None:
         return request, None
-    answered = _answer_so_far(request)
+    answered = _answer_so_far(request.messages)
     return request, LeakGuard(
         guarded, marker, mode=mode, agent=agent, run_id=run_id, metrics=metrics, answered=answered
     )
 
 
-def _answer_so_far(request: ModelRequest) -> str:
+def _answer_so_far(messages: Sequence[Message]) -> str:
     """The text of the assistant messages after the last user message: the answer a run continues."""
     texts: list[str] = []
-    for message in reversed(request.messages):
+    for message in reversed(messages):
         if isinstance(message, UserMessage):
             break
         if isinstance(message, AssistantMessage):
@@ -193,13 +193,31 @@ class LeakGuard:
         self._calls: dict[str, StreamWatch] = {}
         self._renamed: dict[str, str] = {}  # tool call ids that leaked, and the ids they go out as
         self.released: list[RunEvent] = []
-        if answered:  # the answer this run continues, already shown: the text stream goes on from it
-            watch = self._stream()
-            watch.feed(answered)
-            watch.release()
-            watch.reported = len(watch.leaks)
-            # A history a client sent may hold anything; in ``stop`` mode it stops nothing of this run.
-            self._text = None if watch.stopped else watch
+        self._continue(answered)
+
+    def _continue(self, answered: str) -> None:
+        """Start the text stream from ``answered``, the answer already shown, which the model's text goes on."""
+        if not answered:
+            self._text = None
+            return
+        watch = self._stream()
+        watch.feed(answered)
+        watch.release()
+        watch.reported = len(watch.leaks)
+        # A history a client sent may hold anything; in ``stop`` mode it stops nothing of this run.
+        self._text = None if watch.stopped else watch
+
+    def retract(self, history: Sequence[Message]) -> None:
+        """The model call's output was withdrawn (``StepRetracted``): forget all of it.
+
+        ``history`` is what the retracted step answered: the text stream starts again from its answer so far,
+        so a withdrawn text neither hides nor completes a leak in the text that replaces it.
+        """
+        self.released = []
+        self._reasonings.clear()
+        self._calls.clear()
+        self._text_open = False
+        self._continue(_answer_so_far(history))
 
     def filter(self, event: RunEvent) -> RunEvent | None:
         """``event`` as it may be shown (None: all of it held back); raises ``PromptLeak`` in ``stop`` mode.

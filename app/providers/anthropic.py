@@ -138,80 +138,87 @@ class AnthropicProvider(HTTPProvider):
         response_id = response_model = ""
         finished = False
         cited: set[str] = set()  # each source once per call, however many passages cite it
-        async for _event, data in sse_messages(chunks):
-            payload = parse_json(data, self.name)
-            if not isinstance(payload, dict):
-                raise malformed(self.name, f"an event that is not an object: {data[:200]!r}")
-            kind = payload.get("type")
-            if kind == "content_block_delta":
-                block = blocks.get(payload.get("index", -1))
-                delta = payload.get("delta")
-                if block is None or not isinstance(delta, dict):
-                    continue  # a delta of a block type we skip
-                delta_type = delta.get("type")
-                if delta_type == "text_delta":
-                    if delta.get("text"):
-                        yield TextDelta(block.id, delta["text"])
-                elif delta_type == "thinking_delta":
-                    if delta.get("thinking"):
-                        yield ReasoningDelta(block.id, delta["thinking"])
-                elif delta_type == "input_json_delta":
-                    if delta.get("partial_json"):
-                        block.parts.append(delta["partial_json"])
-                        yield ToolCallDelta(block.id, delta["partial_json"])
-                elif delta_type == "signature_delta":
-                    block.parts.append(delta.get("signature") or "")
-                elif delta_type == "citations_delta":
-                    source = _source(delta.get("citation"), cited)
-                    if source is not None:
-                        yield source
-            elif kind == "content_block_start":
-                index, content_block = payload.get("index"), payload.get("content_block")
-                if isinstance(index, int) and isinstance(content_block, dict):
-                    for started in _start_block(blocks, index, content_block):
-                        yield started
-                    for citation in content_block.get("citations") or ():
-                        source = _source(citation, cited)
+        try:
+            async for _event, data in sse_messages(chunks):
+                payload = parse_json(data, self.name)
+                if not isinstance(payload, dict):
+                    raise malformed(self.name, f"an event that is not an object: {data[:200]!r}")
+                kind = payload.get("type")
+                if kind == "content_block_delta":
+                    block = blocks.get(payload.get("index", -1))
+                    delta = payload.get("delta")
+                    if block is None or not isinstance(delta, dict):
+                        continue  # a delta of a block type we skip
+                    delta_type = delta.get("type")
+                    if delta_type == "text_delta":
+                        if delta.get("text"):
+                            yield TextDelta(block.id, delta["text"])
+                    elif delta_type == "thinking_delta":
+                        if delta.get("thinking"):
+                            yield ReasoningDelta(block.id, delta["thinking"])
+                    elif delta_type == "input_json_delta":
+                        if delta.get("partial_json"):
+                            block.parts.append(delta["partial_json"])
+                            yield ToolCallDelta(block.id, delta["partial_json"])
+                    elif delta_type == "signature_delta":
+                        block.parts.append(delta.get("signature") or "")
+                    elif delta_type == "citations_delta":
+                        source = _source(delta.get("citation"), cited)
                         if source is not None:
                             yield source
-            elif kind == "content_block_stop":
-                block = blocks.pop(payload.get("index", -1), None)
-                if block is not None:
-                    yield block.end()
-            elif kind == "message_start":
-                message = payload.get("message") or {}
-                response_id, response_model = str(message.get("id") or ""), str(message.get("model") or "")
-                usage = message.get("usage") or {}
-                reported = reported or bool(usage)
-                input_tokens = _input_tokens(usage)
-                output_tokens = int(usage.get("output_tokens") or 0)
-                cached = _cached(usage, cached)
-                cache_write = _cached(usage, cache_write, "cache_creation_input_tokens")
-            elif kind == "message_delta":
-                stop_reason = (payload.get("delta") or {}).get("stop_reason") or stop_reason
-                usage = payload.get("usage") or {}
-                reported = reported or bool(usage)
-                input_tokens = _input_tokens(usage) or input_tokens
-                output_tokens = int(usage.get("output_tokens") or output_tokens)
-                cached = _cached(usage, cached)
-                cache_write = _cached(usage, cache_write, "cache_creation_input_tokens")
-            elif kind == "message_stop":
-                finished = True
-                break
-            elif kind == "error":
-                error = payload.get("error") or {}
-                detail = f"{self.name}: error event: {data[:500]!r}"
-                if is_length_refusal(detail):
-                    raise context_full(detail)
-                public, kind = ERROR_MESSAGES.get(error.get("type", ""), ("The model failed.", "other"))
-                raise ProviderError(detail, public_message=public, kind=kind)
-            # ping and event types newer than this code: nothing to do
-        if not finished and stop_reason is None:
-            raise ProviderError(
-                f"{self.name}: the stream ended without message_stop",
-                public_message="The model stream ended early.",
-                kind="interrupted",
-            )
+                elif kind == "content_block_start":
+                    index, content_block = payload.get("index"), payload.get("content_block")
+                    if isinstance(index, int) and isinstance(content_block, dict):
+                        for started in _start_block(blocks, index, content_block):
+                            yield started
+                        for citation in content_block.get("citations") or ():
+                            source = _source(citation, cited)
+                            if source is not None:
+                                yield source
+                elif kind == "content_block_stop":
+                    block = blocks.pop(payload.get("index", -1), None)
+                    if block is not None:
+                        yield block.end()
+                elif kind == "message_start":
+                    message = payload.get("message") or {}
+                    response_id, response_model = str(message.get("id") or ""), str(message.get("model") or "")
+                    usage = message.get("usage") or {}
+                    reported = reported or bool(usage)
+                    input_tokens = _input_tokens(usage)
+                    output_tokens = int(usage.get("output_tokens") or 0)
+                    cached = _cached(usage, cached)
+                    cache_write = _cached(usage, cache_write, "cache_creation_input_tokens")
+                elif kind == "message_delta":
+                    stop_reason = (payload.get("delta") or {}).get("stop_reason") or stop_reason
+                    usage = payload.get("usage") or {}
+                    reported = reported or bool(usage)
+                    input_tokens = _input_tokens(usage) or input_tokens
+                    output_tokens = int(usage.get("output_tokens") or output_tokens)
+                    cached = _cached(usage, cached)
+                    cache_write = _cached(usage, cache_write, "cache_creation_input_tokens")
+                elif kind == "message_stop":
+                    finished = True
+                    break
+                elif kind == "error":
+                    error = payload.get("error") or {}
+                    detail = f"{self.name}: error event: {data[:500]!r}"
+                    if is_length_refusal(detail):
+                        raise context_full(detail)
+                    public, kind = ERROR_MESSAGES.get(error.get("type", ""), ("The model failed.", "other"))
+                    raise ProviderError(detail, public_message=public, kind=kind)
+                # ping and event types newer than this code: nothing to do
+            if not finished and stop_reason is None:
+                raise ProviderError(
+                    f"{self.name}: the stream ended without message_stop",
+                    public_message="The model stream ended early.",
+                    kind="interrupted",
+                )
+        except Exception:  # the stream broke (a transport error, mapped by the caller) or the upstream failed
+            if reported:  # it bills what it produced before the failure: count what it reported
+                yield Usage(
+                    input_tokens, output_tokens, cached_input_tokens=cached, cache_write_input_tokens=cache_write
+                )
+            raise
         for block in blocks.values():
             yield block.end()
         if reported:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias
@@ -18,7 +18,15 @@ from chatgate.approvals import (
     approval_scope,
     new_secret,
 )
-from chatgate.config import AgentConfig, Config, answer_tokens, import_function, make_importable, resolve_provider
+from chatgate.config import (
+    AgentConfig,
+    Config,
+    FallbackConfig,
+    answer_tokens,
+    import_function,
+    make_importable,
+    resolve_provider,
+)
 from chatgate.context import ContextBudget, summary_model, window_probe
 from chatgate.files import FileInliner
 from chatgate.leak_guard import prepare_look_alikes
@@ -52,8 +60,9 @@ class Agent:
     ``title_model`` its stored threads' titles (app/threads/titles.py), None with ``titles = false``.
     ``files`` gives model calls the bytes of the uploads the history references (app/files/); a
     request sets its caller's, as it does ``approval_scope``. ``fallbacks`` are the models tried after
-    ``provider``'s when a call fails before any event (app/run/failover.py); ``chain`` is all of them in
-    order, ``health`` the app's breaker that skips a failing one (app/run/health.py).
+    ``provider``'s when a call fails (app/run/failover.py); ``deployments`` other deployments of its model,
+    which with it form a pool whose ``weights`` pick one per run; ``chain`` is all of them in order (the
+    pool, then the fallbacks), ``health`` the app's breaker that skips a failing one (app/run/health.py).
     """
 
     name: str
@@ -72,12 +81,17 @@ class Agent:
     title_model: SideModel | None = None
     fallbacks: tuple[ChainEntry, ...] = ()
     health: ModelHealth | None = None
+    deployments: tuple[ChainEntry, ...] = ()
     chain: tuple[ChainEntry, ...] = field(default=(), init=False)
+    weights: tuple[float, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
         window = self.config.context.window
         first = ChainEntry(self.config.model, self.provider, self.config.model_settings, window=_known(window))
-        object.__setattr__(self, "chain", (first, *self.fallbacks))
+        object.__setattr__(self, "chain", (first, *self.deployments, *self.fallbacks))
+        if self.deployments:  # the pool heads the chain: one deployment picked per run, by weight
+            pool = (self.config.weight, *(entry.weight for entry in self.config.deployment_pool))
+            object.__setattr__(self, "weights", pool)
         if not self.approval_scope:
             object.__setattr__(self, "approval_scope", approval_scope(self.name, ""))
         if self.prompt is None and self.config.system_prompt is not None:
@@ -97,8 +111,10 @@ def _known(window: int | str | None) -> int | None:
     return window if isinstance(window, int) else None
 
 
-def _fallbacks(agent: AgentConfig, config: Config, http_client: httpx.AsyncClient) -> tuple[ChainEntry, ...]:
-    """The agent's ``fallbacks``, each with its provider and settings (its own, else the agent's)."""
+def _fallbacks(
+    agent: AgentConfig, config: Config, http_client: httpx.AsyncClient, entries: Sequence[FallbackConfig]
+) -> tuple[ChainEntry, ...]:
+    """The agent's ``entries`` (its deployments or fallbacks), each with its provider and settings."""
     return tuple(
         ChainEntry(
             entry.model,
@@ -106,7 +122,7 @@ def _fallbacks(agent: AgentConfig, config: Config, http_client: httpx.AsyncClien
             agent.model_settings if entry.model_settings is None else entry.model_settings,
             window=entry.window,
         )
-        for entry in agent.fallback_chain
+        for entry in entries
     )
 
 
@@ -216,8 +232,9 @@ class AgentRegistry:
                 context=context_budget(name, agent, config, http_client),
                 summary_model=summary_model(agent, providers[name], config, http_client),
                 title_model=_title_model(agent, providers[name], config, http_client),
-                fallbacks=_fallbacks(agent, config, http_client),
+                fallbacks=_fallbacks(agent, config, http_client, agent.fallback_chain),
                 health=health,
+                deployments=_fallbacks(agent, config, http_client, agent.deployment_pool),
             )
             for name, agent in config.agents.items()
         }

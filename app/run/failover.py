@@ -1,14 +1,16 @@
-"""Fallback chains: a step whose model call fails before any event moves, silently, to the next model.
+"""Fallback chains: a step whose model call fails moves to the next model.
 
 An agent's chain is its ``model`` then its ``fallbacks`` (``ChainEntry`` each). A run keeps its place
 in the chain (``Failover``): it starts at the first model the breaker (health.py) is not cooling down, and
-a failure before the call yielded anything moves the step on when ``failover_reason`` names a reason.
+a failure moves the step on when ``failover_reason`` names a reason: silently before the call yielded
+anything, or after the runner retracted what it showed (``StepRetracted``, for clients that can drop it).
 Nothing here runs per token: once per run, and once per failed attempt.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,14 +21,17 @@ from chatgate.providers import CONTEXT_LENGTH_EXCEEDED, Provider
 from chatgate.run.health import ModelHealth
 from chatgate.telemetry import Metrics
 
-__all__ = ["FAILOVER_KINDS", "ChainEntry", "Failover", "failover_reason"]
+__all__ = ["FAILOVER", "FAILOVER_KINDS", "ChainEntry", "Failover", "failover_reason"]
 
 logger = logging.getLogger("chatgate.runner")
 
 FAILOVER_KINDS = frozenset({"connect", "rate_limited", "overloaded", "upstream_5xx", "timeout", "interrupted"})
 """The ``ProviderError`` kinds a chain moves on from: the upstream, not the request, failed."""
 
+FAILOVER = "failover"
+"""``StepRetracted.reason`` when a step's model failed mid-answer and the step moved on."""
 COOLING_DOWN = "cooling_down"
+_choose = random.Random()  # a pick spreads load; nothing about it needs to be unpredictable
 CONTEXT_LENGTH = "context_length"
 
 
@@ -41,7 +46,7 @@ class ChainEntry(ModelNamed):
 
 
 def failover_reason(failure: BaseException, failed: ChainEntry, following: ChainEntry) -> str | None:
-    """Why a step that ``failed`` before any event moves on to ``following``, or None when it must not.
+    """Why a step whose model call ``failed`` moves on to ``following``, or None when it must not.
 
     Only the upstream's failures move on (``FAILOVER_KINDS``), and a length refusal when ``following``
     has the larger known window; never a rejected request (an operator's error), a hang-up or a stop.
@@ -57,12 +62,19 @@ def failover_reason(failure: BaseException, failed: ChainEntry, following: Chain
 class Failover:
     """One run's place in its agent's chain; ``entry`` is the model the next attempt calls."""
 
-    __slots__ = ("_agent", "_chain", "_health", "_index", "_metrics", "reason")
+    __slots__ = ("_agent", "_chain", "_health", "_index", "_metrics", "_weights", "reason")
 
     def __init__(
-        self, agent: str, chain: tuple[ChainEntry, ...], health: ModelHealth | None, metrics: Metrics | None
+        self,
+        agent: str,
+        chain: tuple[ChainEntry, ...],
+        health: ModelHealth | None,
+        metrics: Metrics | None,
+        weights: tuple[float, ...] = (),
     ) -> None:
         self._agent, self._chain, self._health, self._metrics = agent, chain, health, metrics
+        self._weights = weights
+        """The weights of the pool of deployments that heads ``chain`` (empty: no pool)."""
         self._index = 0
         self.reason: str | None = None
         """Why the current entry is being tried (None: it is the run's first choice)."""
@@ -73,16 +85,23 @@ class Failover:
         return self._chain[self._index]
 
     async def start(self) -> None:
-        """Begin at the first model not cooling down (the first of all when every one is)."""
-        if self._health is None or len(self._chain) < 2:
+        """Begin at a deployment picked by weight, at the first model not cooling down (the first when all are).
+
+        The pool's other deployments follow the picked one, heaviest first, then the fallbacks.
+        """
+        cooling: set[str] = set()
+        if self._health is not None and len(self._chain) > 1:
+            cooling = await self._health.cooling_down([entry.model for entry in self._chain])
+        if self._weights:
+            self._chain = _picked(self._chain, self._weights, cooling)
+        if not cooling:
             return
-        cooling = await self._health.cooling_down([entry.model for entry in self._chain])
         self._index = self._first_healthy(0, cooling)
         if self._index:
             self._moved(self._chain[0], COOLING_DOWN)
 
     async def next(self, failure: BaseException) -> bool:
-        """After ``failure`` ended an attempt before any event: move on if the chain has a model to move to."""
+        """After ``failure`` ended an attempt (before any event, or retracted): move on if a model is left."""
         index = self._index
         if index + 1 >= len(self._chain):
             return False
@@ -112,3 +131,15 @@ class Failover:
         self.reason = reason
         if self._metrics is not None:
             self._metrics.count_failover(self._agent, source.model, self.entry.model, reason)
+
+
+def _picked(chain: tuple[ChainEntry, ...], weights: tuple[float, ...], cooling: set[str]) -> tuple[ChainEntry, ...]:
+    """``chain`` with its pool (its first ``len(weights)`` entries) reordered: one picked by weight, the rest after.
+
+    Deployments cooling down are not picked unless the whole pool is.
+    """
+    size = len(weights)
+    live = [index for index in range(size) if chain[index].model not in cooling] or list(range(size))
+    pick = _choose.choices(live, weights=[weights[index] for index in live])[0]
+    rest = sorted((index for index in range(size) if index != pick), key=lambda index: -weights[index])
+    return (chain[pick], *(chain[index] for index in rest), *chain[size:])

@@ -15,7 +15,16 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
 from chatgate.context import SummaryKeeper
-from chatgate.events import ModelFinished, RunEvent, StepFinished, StepStarted, TextDelta, ToolCallEnd, Usage
+from chatgate.events import (
+    ModelFinished,
+    RunEvent,
+    StepFinished,
+    StepRetracted,
+    StepStarted,
+    TextDelta,
+    ToolCallEnd,
+    Usage,
+)
 from chatgate.run.agents import Agent
 from chatgate.run.dispatch import (
     ALREADY_ANSWERING,
@@ -27,7 +36,7 @@ from chatgate.run.dispatch import (
     tool_message,
 )
 from chatgate.run.endings import SHUTTING_DOWN, RunEnding, RunError, ServerStopping, max_steps_notice
-from chatgate.run.failover import Failover
+from chatgate.run.failover import FAILOVER, Failover
 from chatgate.run.model_call import ModelCalls
 from chatgate.run.model_request import build_model_request, guarded_request
 from chatgate.run.model_view import ModelView
@@ -61,6 +70,7 @@ async def run_agent(
     account: RunAccount | None = None,
     trace: RunTrace | None = None,
     summaries: SummaryKeeper | None = None,
+    retracts: bool = False,
 ) -> AsyncIterator[RunEvent]:
     """Run ``agent`` on ``run_input``; the last event is always ``RunFinished`` or ``RunFailed``.
 
@@ -70,7 +80,9 @@ async def run_agent(
     ``account`` checks budgets before each one and records the run's usage (app/usage/).
     ``trace`` (tracing on) gets a span per model call, tool call and approval, and is ended here.
     ``summaries`` is a stored thread's summary under ``strategy = "summarize"``: without it (a stateless
-    agent) a prompt over the budget leaves turns out as ``drop_oldest`` does.
+    agent) a prompt over the budget leaves turns out as ``drop_oldest`` does. ``retracts``: the client can
+    drop a step it was shown (``StepRetracted``), so a model that fails mid-answer is failed over too: the
+    step starts again on the chain's next model; without it only a failure before any event fails over.
     """
     # One generator, not a wrapper turning a second one's exceptions into RunFailed: every token
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
@@ -78,31 +90,35 @@ async def run_agent(
     calls = ModelCalls(agent, metrics, account, trace)
     ending = RunEnding(agent.name, run_input.run_id, calls.tally, account, trace)
     streamed = False  # some model call sent something: a break-off then leaves a partial answer
+    streamed_before = False  # ... before the current step (what a retraction leaves standing)
     try:
         request, guard = await guarded_request(agent, run_input, metrics, trace)
         history = list(request.messages)
+        ran = len(history)  # the run's own messages (settled calls, earlier steps) follow
         if agent.server_tools:
             async for event in settle_pending_calls(agent, run_input, history, trace):
                 yield event
         view = await ModelView(agent, run_input, calls, metrics, summaries).ready()
-        chain = Failover(agent.name, agent.chain, agent.health, metrics)
+        chain = Failover(agent.name, agent.chain, agent.health, metrics, agent.weights)
         await chain.start()
         steps = _Steps(agent.max_steps)
         for step in steps:
             name = f"model-call-{step}"
             if not steps.repeated:
+                streamed_before = streamed
                 yield StepStarted(name)
             messages, spent = await view.messages(history, request.tools, steps.limit)
             if spent is not None:
                 yield spent  # the run's usage on the stream includes the summary's
-            call = await calls.open(request, messages, step, chain.entry, chain.reason)
+            entry = chain.entry
+            call = await calls.open(request, messages, step, entry, chain.reason)
             transcript, first_event_at = call.transcript, None
             guard_filter = guard.filter if guard is not None else _unguarded  # looked up once, not per event
             try:
                 async for event in call.stream:
                     if is_stopping():
                         raise ServerStopping
-                    if first_event_at is None:
+                    if first_event_at is None and type(event) is not Usage:  # a failing call's bill shows nothing
                         first_event_at = time.perf_counter()
                         streamed = True
                     if guard is not None:  # a plain call: a generator between would cost every token
@@ -125,13 +141,20 @@ async def run_agent(
                         transcript.feed(event)
                     yield event
             except BaseException as exc:
-                for delta in call.failed(exc, guard):  # what the guard released before, or held back
-                    yield delta
-                if first_event_at is not None:
-                    raise
-                if await chain.next(exc):  # nothing was shown: the same step on the chain's next model
+                visible = first_event_at is not None
+                if (not visible or retracts) and await chain.next(exc):  # the same step on the chain's next model
+                    call.failure = exc
+                    if visible:  # what the step showed is withdrawn first (held-back text included)
+                        yield StepRetracted(name, FAILOVER, entry.model, chain.reason or "", tuple(history[ran:]))
+                        if guard is not None:
+                            guard.retract(history)
+                        streamed = streamed_before
                     steps.once_more()
                     continue
+                for delta in call.failed(exc, guard):  # what the guard released before, or held back
+                    yield delta
+                if visible:
+                    raise
                 if not steps.again(view.shorter(exc)):
                     raise
                 continue  # a length refusal: the step once more, on a shorter view

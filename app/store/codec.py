@@ -29,7 +29,10 @@ def encode_message(message: Message) -> tuple[str, str]:
     if isinstance(message, UserMessage):
         return "user", json.dumps({"parts": [_part(part) for part in message.parts]})
     if isinstance(message, AssistantMessage):
-        return "assistant", json.dumps({"parts": [_part(part) for part in message.parts]})
+        answer: dict[str, Any] = {"parts": [_part(part) for part in message.parts]}
+        if message.metadata:
+            answer["metadata"] = dict(message.metadata)
+        return "assistant", json.dumps(answer)
     if isinstance(message, ToolMessage):
         body = {"tool_call_id": message.tool_call_id, "content": message.content, "is_error": message.is_error}
         if message.metadata:
@@ -47,7 +50,8 @@ def decode_message(role: str, body: str, message_id: str) -> Message:
         user_parts = tuple(_user_part(part) for part in data["parts"])
         return UserMessage(user_parts, id=message_id)
     if role == "assistant":
-        return AssistantMessage(tuple(_assistant_part(part) for part in data["parts"]), id=message_id)
+        parts = tuple(_assistant_part(part) for part in data["parts"])
+        return AssistantMessage(parts, id=message_id, metadata=data.get("metadata") or {})
     if role == "tool":
         return ToolMessage(
             data["tool_call_id"],

@@ -34,6 +34,7 @@ from chatgate.events import (
     RunFailed,
     RunFinished,
     StepFinished,
+    StepRetracted,
     StepStarted,
     TextDelta,
     TextStart,
@@ -54,6 +55,7 @@ from chatgate.tracing import RunTrace
 
 __all__ = [
     "CHECKPOINT_SECONDS",
+    "RETRACTED",
     "SAVE_RETRY_SECONDS",
     "ThreadRun",
     "TurnRecorder",
@@ -68,6 +70,9 @@ CHECKPOINT_SECONDS = 1.0
 
 SAVE_RETRY_SECONDS = (0.1, 0.2, 0.5, 1.0)
 """The waits between tries to save a finished turn the store refused; the last repeats until it answers."""
+
+RETRACTED = "retracted"
+"""The stored answer's metadata key listing the attempts withdrawn before it: ``{model, reason, failure}`` each."""
 
 _SHUTDOWN = "The server stopped; what was said so far is saved."
 _DELTAS = (TextDelta, ReasoningDelta, ToolCallDelta)
@@ -87,6 +92,7 @@ class TurnRecorder:
         self._done: list[Message] = []
         self._step: MessageAssembler | None = None
         self._step_id: str | None = None
+        self._retracted: list[dict[str, str]] = []  # the step's withdrawn attempts, for its message's metadata
 
     def feed(self, event: RunEvent) -> None:
         """Take one event into account."""
@@ -101,6 +107,10 @@ class TurnRecorder:
             self._step_id = None
         elif isinstance(event, StepFinished):
             self._close_step()
+        elif isinstance(event, StepRetracted):  # only what replaces the step's output is stored
+            self._step = MessageAssembler()
+            self._step_id = None
+            self._retracted.append({"model": event.model, "reason": event.reason, "failure": event.failure})
         elif isinstance(event, ToolResult | ToolDenied):
             self._close_step()
             self._done.append(tool_message(event, message_id=new_id("msg")))
@@ -123,7 +133,8 @@ class TurnRecorder:
         first = not any(isinstance(m, AssistantMessage) for m in self._done)
         message_id = self._first_id if first and self._first_id else (self._step_id or new_id("msg"))
         self._step_id = message_id  # the same id at every checkpoint
-        return replace(message, id=message_id)
+        metadata = {RETRACTED: list(self._retracted)} if self._retracted else {}
+        return replace(message, id=message_id, metadata=metadata)
 
     def _close_step(self) -> None:
         current = self._current()
@@ -131,6 +142,7 @@ class TurnRecorder:
             self._done.append(current)
         self._step = None
         self._step_id = None
+        self._retracted = []
 
 
 class ThreadRun:

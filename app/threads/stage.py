@@ -31,7 +31,7 @@ from chatgate.errors import RequestError
 from chatgate.events import RunEvent, RunFinished
 from chatgate.history import ToolCallPart
 from chatgate.ids import MAX_ID_LENGTH, new_id
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import UIProtocol, retracts_steps
 from chatgate.run import Agent, run_agent
 from chatgate.run_input import ApprovalResponse, RunInput
 from chatgate.runlog import RunLog, RunWriter
@@ -185,7 +185,6 @@ async def open_thread_turn(
     assert writer is not None  # the thread was taken, so the log was opened
     if trace is not None:
         _trace_prompt(trace, known, inputs.agent)
-    recorder = TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None)
     run = ThreadRun(
         store,
         thread,
@@ -198,8 +197,9 @@ async def open_thread_turn(
             account=account,
             trace=trace,
             summaries=SummaryKeeper(store, thread, run_key, stored, summary) if agent.summary_model else None,
+            retracts=retracts_steps(protocol, agent.config),
         ),
-        recorder,
+        TurnRecorder(plan.message_id if protocol.threads.names_the_answer and not plan.continues else None),
         writer,
         encode=partial(protocol.encode, inputs.encode, agent.config),
         interrupted=partial(protocol.interrupted, agent.config),

@@ -21,7 +21,7 @@ from chatgate.caller import Caller, caller_of
 from chatgate.config import Config
 from chatgate.errors import RequestError
 from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
-from chatgate.protocol import UIProtocol
+from chatgate.protocol import UIProtocol, retracts_steps
 from chatgate.run import Agent, run_agent
 from chatgate.run_input import RunInput
 from chatgate.telemetry import label_request
@@ -124,6 +124,7 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
                     metrics=metrics,
                     account=account,
                     trace=trace,
+                    retracts=retracts_steps(protocol, agent.config),
                 )
                 frames, joined, run = protocol.encode(run_input, agent.config, events), False, None
             return EventStreamResponse(

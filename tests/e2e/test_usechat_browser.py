@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tests.conftest import make_config
 from tests.mcp.real_servers import everything_stdio
 from tests.providers.fakes import Reply, fake_in_thread, openai_chunk, openai_usage
 from tests.providers.support import provider_table
+from tests.providers.test_ui_clients import openai_text
 from tests.usechat_app import build_usechat_app, open_usechat, send, wait_ready
 
 Serve = Callable[[Config], str]
@@ -224,3 +226,31 @@ async def test_each_answer_shows_the_usage_its_upstream_reported(
         )
     assert len(fake.requests) == 2  # one model call per turn
     await expect(page.locator("[data-testid=message][data-role=user] [data-testid=usage]")).to_have_count(0)
+
+
+@pytest.mark.parametrize("major", [6, 7], ids=lambda m: f"ai{m}")
+async def test_a_model_failing_mid_answer(page: Page, serve: Serve, usechat_dist: Path, major: int) -> None:
+    """ai 7 drops the partial answer for the fallback's (one answer); ai 6, which cannot, keeps it and the error."""
+    shown = threading.Event()  # holds the first model after "Hal" until the page shows it
+    dead_reply = Reply([openai_chunk({"content": "Hal"}), shown], ending="cut")
+    with fake_in_thread(dead_reply) as dead, fake_in_thread(openai_text("Hello", " there")) as live:
+        providers = {"up0": provider_table("openai", dead.url), "up1": provider_table("openai", live.url)}
+        agent = {"model": "up0:m0", "fallbacks": ["up1:m1"], "vercel_ai_version": f"v{major}"}
+        base = serve(make_config({"bot": agent}, providers=providers))
+        await open_usechat(page, usechat_dist, base, "bot", major)
+        answers = page.locator("[data-testid=message][data-role=assistant] [data-testid=part-text]")
+        try:
+            await send(page, "Hi")
+            await expect(answers).to_have_text(["Hal"])  # the person saw the partial answer
+        finally:
+            shown.set()
+        if major == 7:
+            await expect(answers).to_have_text(["Hello there"])  # exactly one answer: the replacement
+            await wait_ready(page)
+            await expect(page.get_by_test_id("error")).to_have_count(0)
+            assert len(live.requests) == 1
+        else:
+            await expect(page.get_by_test_id("error")).to_have_text("The model stream was interrupted.")
+            await expect(answers).to_have_text(["Hal"])
+            assert live.requests == []
+    await expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_count(1)

@@ -4,6 +4,7 @@ from typing import Any
 
 from chatgate.events import (
     ModelFinished,
+    ModelUsage,
     ReasoningDelta,
     ReasoningEnd,
     RunFailed,
@@ -269,7 +270,9 @@ async def test_an_error_event_mid_stream_fails_the_run_with_a_short_message() ->
     )
     async with FakeUpstream(reply) as fake:
         events = await run_events("anthropic", fake.url, HELLO)
-    assert events[-1] == RunFailed("The model provider is overloaded; try again later.", code="model_error")
+    # What the upstream reported before failing is counted: it bills the partial answer.
+    billed = (ModelUsage("up", "m", 10, 1),)
+    assert events[-1] == RunFailed("The model provider is overloaded; try again later.", "model_error", billed)
 
 
 async def test_a_stream_cut_before_message_stop_fails() -> None:
@@ -278,4 +281,5 @@ async def test_a_stream_cut_before_message_stop_fails() -> None:
     )
     async with FakeUpstream(reply) as fake:
         events = await run_events("anthropic", fake.url, HELLO)
-    assert events[-1] == RunFailed("The model stream ended early.", code="model_error", interrupted=True)
+    billed = (ModelUsage("up", "m", 10, 1),)
+    assert events[-1] == RunFailed("The model stream ended early.", "model_error", billed, interrupted=True)

@@ -12,6 +12,7 @@ from chatgate.events import (
     RunFailed,
     RunFinished,
     StepFinished,
+    StepRetracted,
     StepStarted,
     TextDelta,
     TextEnd,
@@ -24,7 +25,7 @@ from chatgate.events import (
     ToolResult,
     Usage,
 )
-from chatgate.history import AssistantMessage, ToolMessage
+from chatgate.history import AssistantMessage, TextPart, ToolMessage
 from chatgate.threads.journal import decode_record, encode_event, encode_header
 from chatgate.threads.recovery import fold_journal
 
@@ -45,6 +46,7 @@ EVENTS: list[RunEvent] = [
     ToolResult("c1", "found", False, {"rows": [1, 2]}),
     ToolApprovalRequested("c2", "delete", "token"),
     ToolDenied("c3", "no"),
+    StepRetracted("model-call-2", "failover", "up:m", "interrupted"),
     RunFailed("boom", "model_error", (ModelUsage("up", "m", 3, 4),), interrupted=True),
     RunFinished("stop", stopped=True, usage=(ModelUsage("up", "m", 3, 4, 1, 2, 1),), pending_tool_call_ids=("c9",)),
 ]
@@ -70,3 +72,20 @@ def test_a_journal_folds_into_the_turn_the_producer_saves() -> None:
     # An upstream that broke off leaves what it said as partial, like a cut-off run; another failure is an error.
     assert fold_journal([*lines, encode_event(RunFailed("x", "model_error", interrupted=True))])[1] == "partial"
     assert fold_journal([*lines, encode_event(RunFailed("x", "model_error"))])[1] == "error"
+
+
+def test_a_retracted_step_folds_into_its_replacement_alone() -> None:
+    step = [StepStarted("model-call-1"), TextStart("t1"), TextDelta("t1", "Hal")]
+    withdrawn = StepRetracted("model-call-1", "failover", "up:m0", "interrupted", kept=(ToolMessage("c", "x"),))
+    replacement = [TextStart("t2"), TextDelta("t2", "Hello"), TextEnd("t2"), StepFinished("model-call-1", "stop")]
+    lines = [encode_header("m1"), *(encode_event(e) for e in [*step, withdrawn, *replacement, RunFinished("stop")])]
+    assert decode_record(encode_event(withdrawn)) == withdrawn  # ``kept`` is the run's, never journaled
+    turn, status = fold_journal(lines)
+    assert status == "complete"
+    assert turn == [
+        AssistantMessage(
+            (TextPart("Hello"),),
+            id="m1",
+            metadata={"retracted": [{"model": "up:m0", "reason": "failover", "failure": "interrupted"}]},
+        )
+    ]
