@@ -145,3 +145,18 @@ async def test_the_single_route_transport_streams_a_turn_and_stops(
     assert stored[-1]["metadata"]["chatgate"]["status"] == "partial"
     to_chatgate = {path for path in paths if path.split(" ", 1)[1].startswith(url)}
     assert to_chatgate == {f"POST {url}{BASE}"}  # nothing but envelopes: no multi-route path was used
+
+
+async def test_the_v1_copilotkit_provider_does_a_turn(browser: Browser, chatgate_url: tuple[str, str]) -> None:
+    """The v1 ``<CopilotKit>`` component (``@copilotkit/react-core``'s main entry) in place of the v2 provider."""
+    origin, url = chatgate_url
+    paths: list[str] = []
+    async with recorded_page(browser, "copilotkit-runtime-v1", 900, 800) as page:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("request", lambda request: paths.append(request.method + " " + request.url))
+        await page.goto(f"{origin}/index.html?runtime={url}{BASE}&v1=1", wait_until="networkidle")
+        await send(page, "hello from v1")
+        await expect(assistant(page).last).to_contain_text("Last user message: hello from v1", timeout=TIMEOUT_MS)
+    threads = httpx.get(f"{url}/agents/shop/threads", timeout=30).json()["threads"]
+    assert [t["title"] for t in threads] == ["hello from v1"]
+    assert f"POST {url}{BASE}/agent/default/run" in paths  # it negotiated the multi-route transport via /info
