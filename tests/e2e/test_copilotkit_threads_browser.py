@@ -82,7 +82,7 @@ async def _listed(page: Page) -> list[str]:
     return [text.strip() for text in await page.get_by_test_id("thread-item").all_inner_texts()]
 
 
-async def test_the_thread_list_survives_a_restart_and_switches_threads_and_bob_sees_none(
+async def test_the_thread_list_survives_a_restart_switches_threads_and_is_alices_alone(
     browser: Browser, chatgate_process: ChatgateProcess, config: Path, origin: str
 ) -> None:
     url, process = chatgate_process("--config", str(config))
@@ -104,6 +104,10 @@ async def test_the_thread_list_survives_a_restart_and_switches_threads_and_bob_s
     async with recorded_page(browser, "copilotkit-threads-bob", 900, 700) as page:
         await _open(page, origin, url, "bob", "&threads=1")
         assert await _listed(page) == []  # alice's threads are none of bob's
+    async with recorded_page(browser, "copilotkit-threads-single", 900, 700) as page:
+        # The single-route transport lists through the same REST paths: /info offers no resource envelopes.
+        await _open(page, origin, url, "alice", "&threads=1&single=1")
+        assert await _listed(page) == ["banana", "apple"]
 
 
 async def test_a_run_on_one_replica_is_reconnected_through_the_other(
