@@ -101,13 +101,22 @@ async def test_the_thread_list_survives_a_restart_switches_threads_and_is_alices
         await expect(assistant(page).last).to_contain_text("Last user message: banana")
         await expect(page.get_by_test_id("copilot-user-message")).to_have_count(1)
         await expect(page.get_by_test_id("copilot-user-message")).to_contain_text("banana")
+        # Rename and archive through useThreads: chatgate's own list shows what the runtime routes wrote.
+        apple = page.get_by_test_id("thread-item").filter(has_text="apple")
+        await page.locator("li", has=apple).get_by_test_id("thread-rename").click()
+        await expect(page.get_by_test_id("thread-item").filter(has_text="renamed apple")).to_have_count(1)
+        banana = page.locator("li", has=page.get_by_test_id("thread-item").filter(has_text="banana"))
+        await banana.get_by_test_id("thread-archive").click()
+        await expect(page.get_by_test_id("thread-item")).to_have_count(1)
+    own = httpx.get(f"{url}/agents/shop/threads", headers=_auth("alice"), timeout=30).json()["threads"]
+    assert {(t["title"], t["archived"]) for t in own} == {("renamed apple", False), ("banana", True)}
     async with recorded_page(browser, "copilotkit-threads-bob", 900, 700) as page:
         await _open(page, origin, url, "bob", "&threads=1")
         assert await _listed(page) == []  # alice's threads are none of bob's
     async with recorded_page(browser, "copilotkit-threads-single", 900, 700) as page:
         # The single-route transport lists through the same REST paths: /info offers no resource envelopes.
         await _open(page, origin, url, "alice", "&threads=1&single=1")
-        assert await _listed(page) == ["banana", "apple"]
+        assert await _listed(page) == ["renamed apple"]  # the archived one left out, as the runtime does
 
 
 async def test_a_run_on_one_replica_is_reconnected_through_the_other(

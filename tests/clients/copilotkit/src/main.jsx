@@ -3,7 +3,8 @@
 // `?runtime=URL` points runtimeUrl elsewhere: at chatgate's own [copilotkit] path, with no Node runtime
 // (tests/e2e/test_copilotkit_runtime_browser.py); `?thread=ID` pins the chat's thread, and `?single=1` asks
 // for the runtime's single-route transport. `?key=KEY` sends chatgate's key as a bearer token, `?threads=1`
-// shows the agent's thread list (useThreads) whose entries switch the chat to their thread, and `?v1=1`
+// shows the agent's thread list (useThreads) whose entries switch the chat to their thread (and rename or
+// archive it), and `?v1=1`
 // mounts the v1 `<CopilotKit>` provider instead of `<CopilotKitProvider>`.
 // What a test reads or clicks carries a data-testid (tests/e2e/test_copilotkit_browser.py).
 
@@ -47,7 +48,7 @@ const showThreads = query.get("threads") === "1";
 const Provider = query.get("v1") === "1" ? CopilotKit : CopilotKitProvider;
 
 function ThreadList({ current, onPick }) {
-  const { threads, isLoading } = useThreads({ agentId: "default" });
+  const { threads, isLoading, renameThread, archiveThread } = useThreads({ agentId: "default" });
   return (
     <ul data-testid="thread-list" data-loading={String(isLoading)} style={{ width: 220, margin: 0 }}>
       {threads.map((thread) => (
@@ -59,6 +60,12 @@ function ThreadList({ current, onPick }) {
             onClick={() => onPick(thread.id)}
           >
             {thread.name ?? thread.id}
+          </button>
+          <button data-testid="thread-rename" onClick={() => renameThread(thread.id, `renamed ${thread.name}`)}>
+            Rename
+          </button>
+          <button data-testid="thread-archive" onClick={() => archiveThread(thread.id)}>
+            Archive
           </button>
         </li>
       ))}
