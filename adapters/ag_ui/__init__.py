@@ -70,6 +70,10 @@ class AgUiProtocol:
         """``MESSAGES_SNAPSHOT`` of the thread before the run: HttpAgent drops a partial answer it kept."""
         return sse_frame({"type": "MESSAGES_SNAPSHOT", "messages": snapshot_messages(history)})
 
+    def ui_messages(self, history: Sequence[tuple[Message, str]], agent: AgentConfig) -> list[dict[str, Any]]:
+        """A stored thread as AG-UI messages, as a ``MESSAGES_SNAPSHOT`` carries them (CopilotKit's thread messages)."""
+        return snapshot_messages([message for message, _status in history])
+
     def interrupted(self, agent: AgentConfig, message: str, code: str) -> bytes:
         """``RUN_ERROR``: it may follow any event, open messages included, and ends the run."""
         return sse_frame({"type": "RUN_ERROR", "message": message, "code": code})

@@ -67,7 +67,8 @@ class ThreadInfo:
 
     ``last_client_run`` is the client's id (AG-UI ``runId``) of the last run that took the thread, when
     its protocol names runs: the parent of a run that answers or regenerates that run's turn.
-    ``title`` is its name, once written (after its first answer, or by its owner).
+    ``title`` is its name, once written (after its first answer, or by its owner); ``archived`` says its
+    owner archived it.
     """
 
     key: str
@@ -81,6 +82,7 @@ class ThreadInfo:
     updated_at: float
     last_client_run: str | None = None
     title: str | None = None
+    archived: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class ThreadSummary:
     title: str
     updated_at: float
     created_at: float = 0.0
+    archived: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,11 +178,18 @@ class ThreadStore(Protocol):
         ...
 
     async def list_threads(
-        self, owner: str, agent: str, *, limit: int | None = None, after: tuple[float, str] | None = None
+        self,
+        owner: str,
+        agent: str,
+        *,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
+        archived: bool = True,
     ) -> list[ThreadSummary]:
         """The owner's threads on ``agent``, most recently updated first (ties by id, descending).
 
         A page: at most ``limit``, and only those listed after the thread ``after`` (its ``updated_at``, id).
+        ``archived`` False leaves archived threads out.
         """
         ...
 
@@ -257,6 +267,10 @@ class ThreadStore(Protocol):
 
     async def set_title(self, thread: ThreadInfo, title: str | None, *, if_untitled: bool = False) -> bool:
         """Name the thread (None: no name); with ``if_untitled`` only if it has none. False: not changed."""
+        ...
+
+    async def set_archived(self, thread: ThreadInfo, archived: bool) -> bool:
+        """Archive the thread (``archived``) or bring it back; False if it is gone. Its messages stay."""
         ...
 
     async def delete(self, owner: str, agent: str, thread_id: str) -> bool:

@@ -133,4 +133,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 8: the thread's title: written after its first answer (app/threads/titles.py) or by its owner;
     # NULL until then (the list shows the first question), cleared by a reset.
     ("ALTER TABLE threads ADD COLUMN title TEXT",),
+    # 9: when the owner archived the thread (CopilotKit's archive); NULL while it is not. An archived thread
+    # keeps everything and still runs; only lists that leave archived threads out skip it.
+    ("ALTER TABLE threads ADD COLUMN archived_at DOUBLE PRECISION",),
 )

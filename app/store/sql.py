@@ -42,7 +42,7 @@ __all__ = ["STALLED_RUNS", "Engine", "SqlThreadStore", "Transaction"]
 
 _THREAD_COLUMNS = (
     "key, owner, agent, id, system_kind, system_value, revision, active_run, created_at, updated_at,"
-    " last_client_run, title"
+    " last_client_run, title, archived_at"
 )
 
 STALLED_RUNS = f"SELECT {_THREAD_COLUMNS} FROM threads WHERE heartbeat < $1 AND active_run IS NOT NULL LIMIT $2"
@@ -112,7 +112,13 @@ class SqlThreadStore:
             return await _thread(tx, owner, agent, thread_id)
 
     async def list_threads(
-        self, owner: str, agent: str, *, limit: int | None = None, after: tuple[float, str] | None = None
+        self,
+        owner: str,
+        agent: str,
+        *,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
+        archived: bool = True,
     ) -> list[ThreadSummary]:
         """The owner's threads on ``agent``, most recently updated first, titled by the first user text.
 
@@ -123,13 +129,15 @@ class SqlThreadStore:
         if after is not None:
             args += [after[0], after[1]]
             where += " AND (t.updated_at < $3 OR (t.updated_at = $3 AND t.id < $4))"
+        if not archived:
+            where += " AND t.archived_at IS NULL"
         page = ""
         if limit is not None:
             args.append(limit)
             page = f" LIMIT ${len(args)}"
         async with self._engine.read() as tx:
             rows = await tx.fetch(
-                "SELECT t.id, t.updated_at, t.created_at, t.title,"
+                "SELECT t.id, t.updated_at, t.created_at, t.title, t.archived_at,"
                 " (SELECT m.body FROM messages m WHERE m.thread_key = t.key AND m.role = 'user'"
                 " ORDER BY m.seq LIMIT 1) AS first_user"
                 f" FROM threads t WHERE {where} ORDER BY t.updated_at DESC, t.id DESC{page}",
@@ -141,7 +149,8 @@ class SqlThreadStore:
             if not title and row["first_user"] is not None:
                 first = decode_message("user", row["first_user"], "")
                 title = getattr(first, "text", "")[:80]
-            summaries.append(ThreadSummary(row["id"], title, float(row["updated_at"]), float(row["created_at"])))
+            times = float(row["updated_at"]), float(row["created_at"])
+            summaries.append(ThreadSummary(row["id"], title, *times, archived=row["archived_at"] is not None))
         return summaries
 
     async def messages(self, thread: ThreadInfo) -> list[StoredMessage]:
@@ -320,6 +329,12 @@ class SqlThreadStore:
             rows = await tx.fetch(sql, title, thread.key)
             return bool(rows)
 
+    async def set_archived(self, thread: ThreadInfo, archived: bool) -> bool:
+        """Archive the thread, keeping when it was first archived, or bring it back; False if it is gone."""
+        async with self._engine.transaction() as tx:
+            sql = "UPDATE threads SET archived_at = CASE WHEN $1 THEN COALESCE(archived_at, $2) END WHERE key = $3"
+            return await tx.execute(sql, archived, time.time(), thread.key) > 0
+
     async def delete(self, owner: str, agent: str, thread_id: str) -> bool:
         """Remove the thread, its messages, audit and approvals."""
         async with self._engine.transaction() as tx:
@@ -440,6 +455,7 @@ def _as_thread(row: Mapping[str, Any]) -> ThreadInfo:
         updated_at=float(row["updated_at"]),
         last_client_run=row["last_client_run"],
         title=row["title"],
+        archived=row["archived_at"] is not None,
     )
 
 

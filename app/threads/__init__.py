@@ -14,9 +14,10 @@ from chatgate.threads.recovery import RunRecovery, sweep_dead_runs
 from chatgate.threads.run import ThreadRun, checkpoint_runs, close_thread_runs
 from chatgate.threads.stage import RunCursor, ThreadServices, open_thread_turn
 from chatgate.threads.stop import request_stop, stop_and_wait
-from chatgate.threads.titles import ThreadTitler, thread_titler
+from chatgate.threads.titles import MAX_TITLE_CHARS, ThreadTitler, thread_titler
 
 __all__ = [
+    "MAX_TITLE_CHARS",
     "RunCursor",
     "RunRecovery",
     "ThreadRun",

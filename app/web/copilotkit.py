@@ -4,13 +4,16 @@ What ``@copilotkit/runtime`` 1.75's v2 fetch router serves in its multi-route mo
 ``[copilotkit] path`` (docs/copilotkit.md has the table of every route):
 
 - ``GET {base}/info``: the caller's agents (name, description, AG-UI capabilities), and nothing
-  advertised that is not served (the thread list only: no suggestions, transcription, thread messages).
+  advertised that is not served: the thread list and mutations, not ``inspect`` (its events and state are
+  not served), no suggestions, no transcription.
 - ``POST {base}/agent/{agent}/run``: the agent's AG-UI run, through the very chat endpoint of
   ``/agents/{agent}/ag-ui`` (app/web/chat.py): the same checks, limits, prompt policy, stored threads.
 - ``POST {base}/agent/{agent}/connect``: the AG-UI reconnect of a stored thread, never a new run; from
   ``lastSeenEventId`` on, when it names the run going.
 - ``POST {base}/agent/{agent}/stop/{thread_id}``: the stored thread's stop (app/web/runs.py).
-- ``GET {base}/threads?agentId=``: the caller's stored threads, paged (app/web/copilotkit_threads.py).
+- ``GET {base}/threads?agentId=``: the caller's stored threads, paged (app/web/copilotkit_threads.py);
+- ``GET {base}/threads/{id}/messages``, ``PATCH``/``DELETE {base}/threads/{id}``, ``POST .../archive``:
+  one thread's messages, rename, archive, delete (app/web/copilotkit_thread.py).
 - ``POST {base}``: the single-route transport, each envelope handed to one of the above
   (app/web/copilotkit_single.py).
 
@@ -37,6 +40,7 @@ from chatgate.threads import RunCursor
 from chatgate.web.capabilities import agent_facts
 from chatgate.web.chat import chat_endpoint
 from chatgate.web.copilotkit_single import not_served, runtime_error, single_route_endpoint
+from chatgate.web.copilotkit_thread import thread_endpoints
 from chatgate.web.copilotkit_threads import threads_endpoint
 from chatgate.web.runs import stop_endpoint
 from chatgate.web.services import running_of
@@ -58,7 +62,10 @@ _NOT_SERVED = frozenset(
     {
         "suggest",
         "transcribe",
-        "threads",
+        "subscribe",
+        "clear",
+        "events",
+        "state",
         "memories",
         "annotate",
         "inspector-metadata",
@@ -87,6 +94,7 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         "agent/connect": _default_alias(chat_endpoint(carried, reconnect=last_seen_event)),
         "agent/stop": _default_alias(stop_endpoint(protocols)),
     }
+    thread = thread_endpoints(_agent_for, DEFAULT_AGENT_ID, carried, protocols)
     return [
         Route(base, single_route_endpoint(served), methods=["POST"]),
         Route(f"{base}/info", served["info"], methods=["GET"]),
@@ -94,6 +102,10 @@ def copilotkit_routes(base: str | None, protocols: Sequence[UIProtocol]) -> list
         Route(f"{base}/agent/{{agent}}/connect", served["agent/connect"], methods=["POST"]),
         Route(f"{base}/agent/{{agent}}/stop/{{thread_id}}", served["agent/stop"], methods=["POST"]),
         Route(f"{base}/threads", threads_endpoint(_agent_for), methods=["GET"]),
+        Route(f"{base}/threads/{{thread_id}}/messages", thread["messages"], methods=["GET"]),
+        Route(f"{base}/threads/{{thread_id}}/archive", thread["archive"], methods=["POST"]),
+        Route(f"{base}/threads/{{thread_id}}", thread["update"], methods=["PATCH"]),
+        Route(f"{base}/threads/{{thread_id}}", thread["delete"], methods=["DELETE"]),
         Route(f"{base}/{{rest:path}}", _not_served, methods=_ALL_METHODS),
     ]
 
@@ -156,7 +168,7 @@ def _info_endpoint(carried: UIProtocol) -> Callable[[Request], Awaitable[Respons
                 "agents": agents,
                 "mode": "sse",
                 "audioFileTranscriptionEnabled": False,
-                "threadEndpoints": {"list": True, "inspect": False, "mutations": False, "realtimeMetadata": False},
+                "threadEndpoints": {"list": True, "inspect": False, "mutations": True, "realtimeMetadata": False},
                 "suggestions": False,
                 "a2uiEnabled": False,
                 "openGenerativeUIEnabled": False,

@@ -3,7 +3,8 @@
 The runtime's list shape (``{"threads": [...], "nextCursor"}``, each thread ``id``, ``name``,
 ``agentId``, ``archived``, ``createdAt``, ``updatedAt``) over chatgate's store: only the key's (or the
 signed-in person's) threads on an agent it may use, most recently updated first, paged by an opaque
-cursor that names the last thread listed, so a page reads only its own rows.
+cursor that names the last thread listed, so a page reads only its own rows. Archived threads are left
+out unless ``includeArchived=true``, as the runtime does.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from chatgate.access import resolve_agent
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
 from chatgate.run import Agent, AgentRegistry
-from chatgate.store import ThreadSummary
+from chatgate.store import ThreadInfo, ThreadSummary
 from chatgate.web.services import running_of
 from chatgate.web.threads import iso_time
 
-__all__ = ["MAX_PAGE", "threads_endpoint"]
+__all__ = ["MAX_PAGE", "runtime_thread", "threads_endpoint"]
 
 MAX_PAGE = 200
 """The most threads one page lists (``limit``); 50 when the client names none."""
@@ -55,22 +56,25 @@ async def _page(request: Request, agent: Agent, agent_id: str) -> Response:
         return JSONResponse({"threads": [], "nextCursor": None})  # an agent that keeps none has none
     limit = _limit(request.query_params.get("limit"))
     after = _cursor(request.query_params.get("cursor"))
-    threads = await store.list_threads(caller_of(request).owner, agent.name, limit=limit + 1, after=after)
+    archived = _include_archived(request.query_params.get("includeArchived"))
+    owner = caller_of(request).owner
+    threads = await store.list_threads(owner, agent.name, limit=limit + 1, after=after, archived=archived)
     page, more = threads[:limit], len(threads) > limit
     return JSONResponse(
         {
-            "threads": [_listed(thread, agent_id) for thread in page],
+            "threads": [runtime_thread(thread, thread.title or None, agent_id) for thread in page],
             "nextCursor": _next_cursor(page[-1]) if more else None,
         }
     )
 
 
-def _listed(thread: ThreadSummary, agent: str) -> dict[str, object]:
+def runtime_thread(thread: ThreadSummary | ThreadInfo, name: str | None, agent_id: str) -> dict[str, object]:
+    """A thread in the runtime's shape, listed under the agent id the client asked by."""
     return {
         "id": thread.id,
-        "name": thread.title or None,
-        "agentId": agent,
-        "archived": False,
+        "name": name,
+        "agentId": agent_id,
+        "archived": thread.archived,
         "createdAt": iso_time(thread.created_at),
         "updatedAt": iso_time(thread.updated_at),
     }
@@ -82,6 +86,12 @@ def _limit(value: str | None) -> int:
     if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
         raise RequestError(422, "invalid_request", f"limit: a whole number from 1 to {MAX_PAGE} (got {value!r})")
     return int(value)
+
+
+def _include_archived(value: str | None) -> bool:
+    if value not in (None, "true", "false"):
+        raise RequestError(422, "invalid_request", f"includeArchived: true or false (got {value!r})")
+    return value == "true"
 
 
 def _next_cursor(last: ThreadSummary) -> str:

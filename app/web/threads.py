@@ -1,8 +1,10 @@
 """The HTTP routes of stored threads, under ``/agents/{agent}/threads``.
 
-- ``GET .../threads``: the caller's threads (id, title from the first user text, updated time);
+- ``GET .../threads``: the caller's threads (id, title or else the first user text, archived, updated time);
 - ``GET .../threads/{id}``: its system-message state (never the rendered prompt) and audit trail;
 - ``GET .../threads/{id}/messages``: the stored messages as useChat UIMessages;
+- ``PATCH .../threads/{id}``: ``{"title": "..." | null, "archived": bool}`` (either or both): renames it
+  (the title its first answer may have written too) and/or archives it; answers as the GET does;
 - ``DELETE .../threads/{id}``: stops a running turn first (its upstream request closed), then removes it;
 - ``PUT .../threads/{id}/system-message``: ``{"prompt": NAME}`` | ``{"system_message": "text"}`` |
   ``{"system_message": null}``: seeds before the first turn, swaps after it (history kept);
@@ -33,9 +35,9 @@ from chatgate.ids import ClientId, StorableText
 from chatgate.protocol import RendersMessages, UIProtocol
 from chatgate.run import Agent
 from chatgate.store import SystemState, ThreadInfo, ThreadStore
-from chatgate.threads import stop_and_wait
-from chatgate.web.services import running_of, services_of
-from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context, unknown_thread
+from chatgate.web.services import running_of
+from chatgate.web.thread_changes import apply_change, change_from, json_object, remove_thread
+from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context
 
 __all__ = [
     "SystemMessageBody",
@@ -68,9 +70,11 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     async def list_threads(request: Request) -> Response:
         agent, store, caller = thread_context(request)
         threads = await store.list_threads(caller.owner, agent.name)
-        return JSONResponse(
-            {"threads": [{"id": t.id, "title": t.title, "updated_at": iso_time(t.updated_at)} for t in threads]}
-        )
+        listed = [
+            {"id": t.id, "title": t.title, "archived": t.archived, "updated_at": iso_time(t.updated_at)}
+            for t in threads
+        ]
+        return JSONResponse({"threads": listed})
 
     async def get_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
@@ -86,15 +90,19 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
         history = [(_with_id(m.message, m.public_id), m.status) for m in stored]
         return JSONResponse({"messages": messages_protocol.ui_messages(history, agent.config)})
 
+    async def patch_thread(request: Request) -> Response:
+        agent, store, caller = thread_context(request)
+        thread = await caller_thread(store, agent, caller, path_thread_id(request))  # another owner's: 404 first
+        body = await json_object(request)
+        if not set(body) <= {"title", "archived"}:
+            raise RequestError(422, "invalid_request", 'the body is {"title": "..." | null, "archived": bool}')
+        thread = await apply_change(store, thread, change_from(body, "title"))
+        return JSONResponse(await _describe(store, thread))
+
     async def delete_thread(request: Request) -> Response:
         agent, store, caller = thread_context(request)
-        thread_id = path_thread_id(request)
-        thread = await caller_thread(store, agent, caller, thread_id)
-        # A running turn is stopped first (its upstream request closed), then the thread goes.
-        run_log, runs = running_of(request).run_log, services_of(request.app).thread_runs
-        await stop_and_wait(store, run_log, runs, thread, names)
-        if not await store.delete(caller.owner, agent.name, thread_id):
-            raise unknown_thread(thread_id)
+        thread = await caller_thread(store, agent, caller, path_thread_id(request))
+        await remove_thread(request, store, thread, names)
         return Response(status_code=204)
 
     async def put_system_message(request: Request) -> Response:
@@ -128,6 +136,7 @@ def thread_routes(protocols: Sequence[UIProtocol]) -> list[BaseRoute]:
     return [
         Route(_BASE, list_threads, methods=["GET"]),
         Route(one, get_thread, methods=["GET"]),
+        Route(one, patch_thread, methods=["PATCH"]),
         Route(one, delete_thread, methods=["DELETE"]),
         Route(one + "/messages", get_messages, methods=["GET"]),
         Route(one + "/system-message", put_system_message, methods=["PUT"]),
@@ -190,6 +199,8 @@ async def _describe(store: ThreadStore, thread: ThreadInfo) -> dict[str, Any]:
     return {
         "id": thread.id,
         "agent": thread.agent,
+        "title": thread.title,
+        "archived": thread.archived,
         "system": thread.system.as_json(),
         "revision": thread.revision,
         "running": thread.active_run is not None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -68,6 +69,24 @@ async def page(browser: Browser, request: pytest.FixtureRequest, chatgate_url: t
         yield page
 
 
+@asynccontextmanager
+async def _watched(browser: Browser, chatgate_url: tuple[str, str], flag: str) -> AsyncIterator[tuple[Page, list[str]]]:
+    """The app with ``?{flag}=1``, recorded as copilotkit-runtime-{flag}, and every request it makes, in order."""
+    origin, url = chatgate_url
+    paths: list[str] = []
+    async with recorded_page(browser, f"copilotkit-runtime-{flag}", 900, 800) as page:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("request", lambda request: paths.append(request.method + " " + request.url))
+        await page.goto(f"{origin}/index.html?runtime={url}{BASE}&{flag}=1", wait_until="networkidle")
+        yield page, paths
+
+
+async def _answered(page: Page, text: str) -> None:
+    """Send ``text`` and wait for the echo's answer to it."""
+    await send(page, text)
+    await expect(assistant(page).last).to_contain_text(f"Last user message: {text}", timeout=TIMEOUT_MS)
+
+
 async def test_a_turn_streams_from_chatgate_alone(page: Page, chatgate_url: tuple[str, str]) -> None:
     await send(page, "hello there")
     await expect(page.get_by_test_id("copilot-user-message")).to_contain_text("hello there")
@@ -123,15 +142,10 @@ async def test_a_reload_mid_answer_reconnects_and_shows_the_rest_once(
 async def test_the_single_route_transport_streams_a_turn_and_stops(
     browser: Browser, chatgate_url: tuple[str, str]
 ) -> None:
-    """``useSingleEndpoint``, the transport ``<CopilotKit>`` pins: every call one ``POST {base}`` envelope."""
-    origin, url = chatgate_url
-    paths: list[str] = []
-    async with recorded_page(browser, "copilotkit-runtime-single", 900, 800) as page:
-        page.set_default_timeout(TIMEOUT_MS)
-        page.on("request", lambda request: paths.append(request.method + " " + request.url))
-        await page.goto(f"{origin}/index.html?runtime={url}{BASE}&single=1", wait_until="networkidle")
-        await send(page, "hello there")
-        await expect(assistant(page).last).to_contain_text("Last user message: hello there", timeout=TIMEOUT_MS)
+    """``useSingleEndpoint``, the single-route transport: every call one ``POST {base}`` envelope."""
+    url = chatgate_url[1]
+    async with _watched(browser, chatgate_url, "single") as (page, paths):
+        await _answered(page, "hello there")
         words = " ".join(f"w{n}" for n in range(WORDS))
         await send(page, words)
         await expect(assistant(page).last).to_contain_text("Last user message: w0", timeout=TIMEOUT_MS)
@@ -145,3 +159,13 @@ async def test_the_single_route_transport_streams_a_turn_and_stops(
     assert stored[-1]["metadata"]["chatgate"]["status"] == "partial"
     to_chatgate = {path for path in paths if path.split(" ", 1)[1].startswith(url)}
     assert to_chatgate == {f"POST {url}{BASE}"}  # nothing but envelopes: no multi-route path was used
+
+
+async def test_the_v1_copilotkit_provider_does_a_turn(browser: Browser, chatgate_url: tuple[str, str]) -> None:
+    """The v1 ``<CopilotKit>`` component (``@copilotkit/react-core``'s main entry) in place of the v2 provider."""
+    url = chatgate_url[1]
+    async with _watched(browser, chatgate_url, "v1") as (page, paths):
+        await _answered(page, "hello from v1")
+    threads = httpx.get(f"{url}/agents/shop/threads", timeout=30).json()["threads"]
+    assert [t["title"] for t in threads] == ["hello from v1"]
+    assert f"POST {url}{BASE}/agent/default/run" in paths  # it negotiated the multi-route transport via /info

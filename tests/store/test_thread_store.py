@@ -365,3 +365,22 @@ async def test_the_recovery_sweep_finds_running_threads_through_their_heartbeat_
         assert [thread.id for thread in await store.stalled_runs(1e12)] == ["t1"]
     finally:
         await store.close()
+
+
+async def test_an_archived_thread_keeps_everything_and_lists_only_when_asked(store_url: str) -> None:
+    store = await _store(store_url)
+    try:
+        thread = await store.begin_run("k", "a", "t1", "run1", revision=0, append=[_user("hello")])
+        await store.finish_run(thread, "run1", [], "complete")
+        await store.begin_run("k", "a", "t2", "run2", revision=0, append=[_user("other")])
+        assert await store.set_archived(thread, True) and await store.set_archived(thread, True)
+        archived = await store.get_thread("k", "a", "t1")
+        assert archived is not None and archived.archived
+        assert [t.id for t in await store.list_threads("k", "a", archived=False)] == ["t2"]
+        assert {t.id: t.archived for t in await store.list_threads("k", "a")} == {"t1": True, "t2": False}
+        assert [m.public_id for m in await store.messages(thread)] == ["u1"]
+        assert await store.set_archived(thread, False)
+        assert [t.id for t in await store.list_threads("k", "a", archived=False)] == ["t2", "t1"]
+        assert await store.delete("k", "a", "t1") and not await store.set_archived(thread, True)
+    finally:
+        await store.close()

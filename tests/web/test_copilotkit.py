@@ -86,7 +86,7 @@ def test_info_lists_the_callers_agents_and_advertises_only_what_is_served(serve:
     assert bot["capabilities"] == httpx.get(f"{url}/agents/bot/ag-ui/capabilities", headers=_auth("alice")).json()
     assert alice["mode"] == "sse" and alice["suggestions"] is False
     assert alice["audioFileTranscriptionEnabled"] is False
-    assert alice["threadEndpoints"] == {"list": True, "inspect": False, "mutations": False, "realtimeMetadata": False}
+    assert alice["threadEndpoints"] == {"list": True, "inspect": False, "mutations": True, "realtimeMetadata": False}
     bob = httpx.get(f"{url}{BASE}/info", headers=_auth("bob"), timeout=30).json()
     assert sorted(bob["agents"]) == ["bot", "quick"]
     assert httpx.get(f"{url}{BASE}/info", timeout=30).status_code == 401
@@ -133,7 +133,9 @@ def test_refusals_before_the_body(serve: Serve, tmp_path: Path) -> None:
     [
         ("POST", "/agent/bot/suggest", 501, "not_served"),
         ("POST", "/transcribe", 501, "not_served"),
-        ("GET", "/threads/t1/messages", 501, "not_served"),
+        ("GET", "/threads/t1/events", 501, "not_served"),
+        ("GET", "/threads/t1/state", 501, "not_served"),
+        ("POST", "/threads/subscribe", 501, "not_served"),
         ("GET", "/memories", 501, "not_served"),
         ("POST", "/annotate", 501, "not_served"),
         ("GET", "/inspector-metadata", 501, "not_served"),

@@ -52,6 +52,7 @@ def test_the_list_pages_through_the_callers_threads_only(serve: Serve, tmp_path:
         ({"agentId": "bot", "limit": "201"}, 422, "invalid_request"),
         ({"agentId": "bot", "limit": "-1"}, 422, "invalid_request"),
         ({"agentId": "bot", "cursor": "nope"}, 422, "invalid_cursor"),
+        ({"agentId": "bot", "includeArchived": "yes"}, 422, "invalid_request"),
         ({"agentId": "bot", "cursor": "WzEsMl0"}, 422, "invalid_cursor"),  # [1,2]
         ({"agentId": "quick"}, 403, None),
         ({"agentId": "nobody"}, 404, None),
