@@ -133,4 +133,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 8: the thread's title: written after its first answer (app/threads/titles.py) or by its owner;
     # NULL until then (the list shows the first question), cleared by a reset.
     ("ALTER TABLE threads ADD COLUMN title TEXT",),
+    # 9: the version of the system prompt a run answered under, and its variant (docs/prompts.md); NULL
+    # for rows written before, and for side calls (a thread's title) that never see the agent's prompt.
+    (
+        "ALTER TABLE usage ADD COLUMN prompt_version TEXT",
+        "ALTER TABLE usage ADD COLUMN variant TEXT",
+    ),
 )

@@ -1,8 +1,9 @@
-"""The usage ledger: one row per run (who, agent, thread, model, time, tokens, cost), and its summaries.
+"""The usage ledger: one row per run (who, agent, thread, model, prompt, time, tokens, cost), and its summaries.
 
 In the configured store (table ``usage``, app/store/schema.py), or, with no store, in this process's
 memory (lost at restart, per process; bounded: see ``MemoryLedger``). ``summary`` groups rows by person,
-key, agent, model and UTC day; people always by their key too (``people_apart``).
+key, agent, model, UTC day, prompt version and variant (docs/prompts.md); people always by their key
+too (``people_apart``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,17 @@ logger = logging.getLogger("chatgate.usage")
 MEMORY_LEDGER_RUNS = 50_000
 """The most runs the in-memory ledger keeps (a run's row is about 0.5 kB: some 25 MB at most)."""
 
-Group: TypeAlias = Literal["person", "key", "agent", "model", "day"]
-GROUPS: tuple[Group, ...] = ("person", "key", "agent", "model", "day")
-_COLUMNS: dict[Group, str] = {"person": "person", "key": "key_id", "agent": "agent", "model": "model", "day": "day"}
+Group: TypeAlias = Literal["person", "key", "agent", "model", "day", "prompt_version", "variant"]
+GROUPS: tuple[Group, ...] = ("person", "key", "agent", "model", "day", "prompt_version", "variant")
+_COLUMNS: dict[Group, str] = {
+    "person": "person",
+    "key": "key_id",
+    "agent": "agent",
+    "model": "model",
+    "day": "day",
+    "prompt_version": "prompt_version",
+    "variant": "variant",
+}
 _SUMS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens", "cost_usd")
 
 
@@ -71,6 +80,8 @@ class UsageRecord:
     reasoning_tokens: int | None
     cached_input_tokens: int | None
     cost_usd: float | None
+    prompt_version: str | None = None
+    variant: str | None = None
 
 
 class UsageLedger(Protocol):
