@@ -110,6 +110,10 @@ class UsageLedger(Protocol):
         """
         ...
 
+    async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
+        """The prompt versions ``agent``'s runs answered under, per variant: runs and first and last use."""
+        ...
+
 
 def people_apart(group_by: Sequence[Group]) -> tuple[Group, ...]:
     """``group_by``, with ``key`` added when it groups by ``person``.
@@ -193,6 +197,15 @@ class MemoryLedger:
         rows = [_row(dict(zip(group_by, key, strict=True)), records) for key, records in groups.items()]
         return sorted(rows, key=lambda row: tuple(str(row[g]) for g in group_by))
 
+    async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
+        """Grouped in Python, as ``summary`` is."""
+        seen: dict[tuple[str, str | None], list[float]] = {}
+        for record in self._records:
+            if record.agent == agent and record.prompt_version is not None:
+                seen.setdefault((record.prompt_version, record.variant), []).append(record.at)
+        rows = [_version_row(version, variant, len(at), min(at), max(at)) for (version, variant), at in seen.items()]
+        return sorted(rows, key=lambda row: row["first_used"])
+
 
 class SqlUsageLedger:
     """The ledger in the store's ``usage`` table (SQLite or PostgreSQL)."""
@@ -254,6 +267,25 @@ class SqlUsageLedger:
             out["cost_usd"] = None if row["cost_usd"] is None else float(row["cost_usd"])
             result.append(_row_order(out))
         return result
+
+    async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
+        """One ``GROUP BY`` over the agent's rows that name a version."""
+        sql = (
+            "SELECT prompt_version, variant, COUNT(*) AS runs, MIN(at) AS first_at, MAX(at) AS last_at FROM usage"
+            " WHERE agent = $1 AND prompt_version IS NOT NULL GROUP BY prompt_version, variant ORDER BY first_at"
+        )
+        async with self._engine.read() as tx:
+            rows = await tx.fetch(sql, agent)
+        return [
+            _version_row(row["prompt_version"], row["variant"], int(row["runs"]), row["first_at"], row["last_at"])
+            for row in rows
+        ]
+
+
+def _version_row(version: str, variant: str | None, runs: int, first: float, last: float) -> dict[str, Any]:
+    when = {"first_used": datetime.fromtimestamp(first, UTC).isoformat()}
+    when["last_used"] = datetime.fromtimestamp(last, UTC).isoformat()
+    return {"prompt_version": version, "variant": variant, "runs": runs, **when}
 
 
 def _row_order(row: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,13 @@ VARIANTS = {
 
 
 def _config(upstream: str, store_url: str, conversations: str) -> Config:
-    agent = {"model": "up:model-x", "system_prompt": "Plain.", "variants": VARIANTS, "conversations": conversations}
+    agent = {
+        "model": "up:model-x",
+        "system_prompt": "Plain.",
+        "variants": VARIANTS,
+        "conversations": conversations,
+        "prompts": {"pirate": "You are a pirate."},
+    }
     return make_config(
         {"bot": agent},
         providers={"up": provider_table("openai", upstream)},
@@ -107,6 +113,26 @@ def test_stored_threads_keep_their_variant_and_an_admin_may_force_one(serve: Ser
             f"{replicas[0]}/agents/bot/chat", json=body, headers=headers("admin") | {"x-chatgate-variant": "zzz"}
         )
         assert (unknown.status_code, unknown.json()["error"]["code"]) == (422, "unknown_variant")
+        # A thread's own system message wins over its variant, and is recorded as such.
+        swapped = httpx.put(
+            f"{replicas[1]}/agents/bot/threads/{threads[0]}/system-message",
+            json={"prompt": "pirate"},
+            headers=headers("k1", "alice"),
+        )
+        assert swapped.status_code == 200, swapped.text
+        pirate = _turn(replicas[0], threads[0], "alice", "three")
+        assert (
+            pirate["variant"] == "prompt:pirate"
+            and fake.requests[-1].body["messages"][0]["content"] == "You are a pirate."
+        )
+    wait_for_runs(replicas[0], 2 * len(threads) + 3)
+    seen = httpx.get(f"{replicas[1]}/agents/bot/prompts", headers=headers("admin")).json()["versions"]
+    runs = {(row["variant"], row["prompt_version"]): row["runs"] for row in seen}
+    assert runs[("prompt:pirate", pirate["promptVersion"])] == 1 and runs[("a", "terse-1")] == 2 * first.count("a") + 1
+    assert sum(runs.values()) == 2 * len(threads) + 3 and all(row["first_used"] <= row["last_used"] for row in seen)
+    assert "You are a pirate" not in str(seen) and PROMPTS["a"] not in str(seen)
+    refused = httpx.get(f"{replicas[1]}/agents/bot/prompts", headers=headers("k1"))
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "forbidden")
     listed = httpx.get(f"{replicas[0]}/agents", headers=headers("k1")).json()["agents"][0]
     assert {label: v["weight"] for label, v in listed["variants"].items()} == {"a": 3, "b": 1}
     assert PROMPTS["a"] not in str(listed) and PROMPTS["b"] not in str(listed)
