@@ -34,9 +34,8 @@ def choose_variant(agent: Agent, subject: str, forced: str | None = None) -> Age
         chosen = agent.variants.get(forced)
         if chosen is None:
             known = ", ".join(sorted(agent.variants)) or "none"
-            raise RequestError(
-                422, "unknown_variant", f"{VARIANT_HEADER}: agent {agent.name!r} has no variant {forced!r} ({known})"
-            )
+            problem = f"agent {agent.name!r} has no variant {forced[:100]!r} (known: {known})"
+            raise RequestError(422, "unknown_variant", f"{VARIANT_HEADER}: {problem}")
         return chosen
     if not agent.variants:
         return agent
