@@ -6,13 +6,14 @@ OpenAI upstream records what system prompt each run sent.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
 import httpx
 
 from chatgate.config import Config
-from tests.conftest import make_config
+from tests.conftest import check_ag_ui_events, make_config
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
 from tests.usage.support import PRICING, answer, chunks, headers, keys, wait_for_runs
@@ -136,3 +137,20 @@ def test_stored_threads_keep_their_variant_and_an_admin_may_force_one(serve: Ser
     listed = httpx.get(f"{replicas[0]}/agents", headers=headers("k1")).json()["agents"][0]
     assert {label: v["weight"] for label, v in listed["variants"].items()} == {"a": 3, "b": 1}
     assert PROMPTS["a"] not in str(listed) and PROMPTS["b"] not in str(listed)
+
+
+def test_ag_ui_run_finished_names_the_prompt_as_ag_ui_core_accepts(serve: Serve, store_url: str) -> None:
+    with fake_in_thread(answer()) as fake:
+        url = serve(_config(fake.url, store_url, "client"))
+        body = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "Hi"}]}
+        forced = headers("admin") | {"x-chatgate-variant": "a"}
+        response = httpx.post(f"{url}/agents/bot/ag-ui", json=body, headers=forced, timeout=30)
+    events = chunks(response)
+    check_ag_ui_events(events)
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["result"] == {
+        "promptVersion": "terse-1",
+        "promptHash": events[-1]["result"]["promptHash"],
+        "variant": "a",
+    }
+    assert events[-1]["result"]["promptHash"] == hashlib.sha256(PROMPTS["a"].encode()).hexdigest()[:12]
