@@ -299,7 +299,8 @@ class RunFinished:
 
     ``cost_usd`` is what the run's model calls cost, when usage is recorded and the model has a price;
     ``usage`` what they reported. ``pending_tool_call_ids``: the frontend tool calls the run ended
-    waiting on (their results come with the client's next request).
+    waiting on (their results come with the client's next request). ``prompt_version``, ``prompt_hash``
+    and ``variant`` name the system prompt the run answered under (docs/prompts.md), None without one.
     """
 
     reason: FinishReason
@@ -307,6 +308,14 @@ class RunFinished:
     cost_usd: float | None = None
     usage: tuple[ModelUsage, ...] = ()
     pending_tool_call_ids: tuple[str, ...] = ()
+    prompt_version: str | None = None
+    prompt_hash: str | None = None
+    variant: str | None = None
+
+    def prompt_metadata(self) -> dict[str, str]:
+        """``{"promptVersion", "promptHash", "variant"}`` as far as the run had them: the streams' metadata."""
+        fields = (("promptVersion", self.prompt_version), ("promptHash", self.prompt_hash), ("variant", self.variant))
+        return {key: value for key, value in fields if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

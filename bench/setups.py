@@ -80,6 +80,7 @@ class Setup:
     budget: bool = False
     traced: bool = False
     fallbacks: bool = False
+    variants: bool = False
 
     @property
     def thread(self) -> bool:
@@ -107,6 +108,7 @@ SETUPS = (
     Setup("person+usage+budget+Redis", "chatgate-person-budget", token=True, redis=True, budget=True),
     Setup("traced", "chatgate-traced", traced=True),
     Setup("fallbacks", "chatgate-fallbacks", fallbacks=True),
+    Setup("variants", "chatgate-variants", variants=True),
 )
 
 LEAK_GUARD_PROMPT = (
@@ -211,6 +213,11 @@ def setup_config(base: str, setup: Setup, services: Services, sqlite_file: Path)
         spares = ["builtin:echo"] * 2 if provider[1] == "builtin" else [f"{provider[1]}:spare-{i}" for i in (1, 2)]
         base = base.rstrip() + f"\nfallbacks = {json.dumps(spares)}\n"
     tables = [base.rstrip() + ('\nconversations = "server"\n' if setup.thread else "\n")]
+    if setup.variants:  # two weighted prompt variants of the agent (docs/prompts.md): one picked per run
+        agent = re.findall(r"^\[agents\.([^\]]+)\]", base, flags=re.M)[-1]
+        for label, weight in (("a", 3), ("b", 1)):
+            prompt = f"You are a helpful assistant (variant {label})."
+            tables.append(toml_table(f"agents.{agent}.variants.{label}", {"weight": weight, "system_prompt": prompt}))
     server: dict[str, object] = {}
     if setup.store == "sqlite":
         tables.append(toml_table("store", {"url": f"sqlite:///{sqlite_file}"}))

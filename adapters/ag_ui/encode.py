@@ -183,6 +183,9 @@ class _RunEncoder:
             event["outcome"] = {"type": "interrupt", "interrupts": self._interrupts}
         elif finished.pending_tool_call_ids and self._names_pending:
             event["outcome"] = {"type": "success", "pendingToolCallIds": list(finished.pending_tool_call_ids)}
+        prompt = finished.prompt_metadata()
+        if prompt:  # RUN_FINISHED.result is free-form in @ag-ui/core: the prompt the run answered under
+            event["result"] = prompt
         usage = [token_usage(entry) for entry in finished.usage]
         if usage and finished.cost_usd is not None:
             usage[0]["costUsd"] = finished.cost_usd

@@ -24,7 +24,8 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
   for a ``StepRetracted`` (the step's model failed mid-answer and another answers it): the client drops
   the step's parts and the replacement streams into the same step.
 - Usage: the run's usage (summed by the runner) and cost go on ``finish.messageMetadata``
-  (``{usage, model, provider, costUsd}``), useChat's ``message.metadata``. A stopped run (someone
+  (``{usage, model, provider, costUsd}``), useChat's ``message.metadata``, with the prompt the run
+  answered under (``promptVersion``, ``promptHash``, ``variant``: docs/prompts.md). A stopped run (someone
   called ``POST .../stop``) ends as the AI SDK's server ends an aborted one: its usage as a
   ``message-metadata`` chunk, then ``abort`` (no ``finish``).
 """
@@ -112,7 +113,7 @@ async def encode_run(
             elif isinstance(event, ToolCallDelta):
                 yield tools[event.tool_call_id] + to_json(event.delta) + _FRAME_END
             elif isinstance(event, RunFinished):
-                metadata = usage_metadata(event.usage, event.cost_usd)
+                metadata = usage_metadata(event.usage, event.cost_usd) | event.prompt_metadata()
                 ending = stream.aborted(metadata) if event.stopped else stream.end(event.reason, metadata=metadata)
                 break
             elif isinstance(event, RunFailed):

@@ -526,14 +526,33 @@ def _checked_model(model: str) -> str:
     return model
 
 
+class VariantConfig(_Strict):
+    """``[agents.NAME.variants.LABEL]``: one arm of a prompt experiment (docs/prompts.md).
+
+    ``weight`` is its share of the threads (or people) against the other variants'; ``system_prompt`` its
+    own prompt; ``model`` and ``model_settings``, when set, replace the agent's for its runs.
+    """
+
+    weight: float = Field(default=1.0, gt=0)
+    system_prompt: str | SystemPromptConfig
+    version: str | None = Field(default=None, min_length=1, max_length=100)
+    model: str | None = Field(default=None, pattern=_MODEL)
+    model_settings: dict[str, Any] | None = None
+
+
 class AgentConfig(ModelNamed, _Strict):
-    """``[agents.NAME]``: one agent a client can talk to."""
+    """``[agents.NAME]``: one agent a client can talk to.
+
+    ``version`` labels its system prompt (docs/prompts.md); ``variants`` split its runs between prompts.
+    """
 
     model: str = Field(description="provider:model")
     weight: float = Field(default=1.0, gt=0)
     deployments: tuple[str | DeploymentConfig, ...] = ()
     fallbacks: tuple[str | FallbackConfig, ...] = ()
     system_prompt: str | SystemPromptConfig | None = None
+    version: str | None = Field(default=None, min_length=1, max_length=100)
+    variants: dict[str, VariantConfig] = Field(default_factory=dict)
     instructions: str | None = None
     allow_request_instructions: bool = False
     manage_system_prompt: SystemPromptPolicy = "server"

@@ -6,7 +6,8 @@ tools; the run's leak guard), ``model_view.py`` (what each model call sees: cont
 retry on a shorter view), ``model_call.py`` (what is opened and ended once per model call),
 ``failover.py`` (fallback chains: a step moved to the next model before any event), ``health.py`` (the
 breaker that skips a failing model), ``dispatch.py`` (tool calls between steps, approvals),
-``endings.py`` (the one terminal event), ``prompts.py`` (system-prompt templates), ``policy.py``
+``endings.py`` (the one terminal event), ``prompts.py`` (system-prompt templates and their versions),
+``variants.py`` (which of an agent's prompt variants answers), ``policy.py``
 (``manage_system_prompt``), ``tools.py`` (server tools) and ``assembly.py`` (a model call's events
 folded back into an assistant message).
 """
@@ -17,8 +18,10 @@ from chatgate.run.health import ModelHealth, model_health
 from chatgate.run.prompts import PromptTemplate
 from chatgate.run.runner import run_agent, tool_message
 from chatgate.run.tools import LiveTools, Tool, ToolOutcome, ToolSource, ToolsUnavailable
+from chatgate.run.variants import VARIANT_HEADER, choose_variant
 
 __all__ = [
+    "VARIANT_HEADER",
     "Agent",
     "AgentRegistry",
     "LiveTools",
@@ -29,6 +32,7 @@ __all__ = [
     "ToolOutcome",
     "ToolSource",
     "ToolsUnavailable",
+    "choose_variant",
     "model_health",
     "prompt_template",
     "run_agent",

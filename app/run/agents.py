@@ -33,7 +33,7 @@ from chatgate.leak_guard import prepare_look_alikes
 from chatgate.providers import ANTHROPIC_MAX_TOKENS, Provider, SideModel, build_provider, provider_of, side_model
 from chatgate.run.failover import ChainEntry
 from chatgate.run.health import ModelHealth
-from chatgate.run.prompts import CodeSource, PromptTemplate, Variable
+from chatgate.run.prompts import CodeSource, PromptFacts, PromptTemplate, Variable
 from chatgate.run.tools import ServerTool, Tool, ToolSource
 from chatgate.run_input import ToolDefinition
 
@@ -63,6 +63,9 @@ class Agent:
     ``provider``'s when a call fails (app/run/failover.py); ``deployments`` other deployments of its model,
     which with it form a pool whose ``weights`` pick one per run; ``chain`` is all of them in order (the
     pool, then the fallbacks), ``health`` the app's breaker that skips a failing one (app/run/health.py).
+    ``variants`` are the agent as each of its ``[agents.NAME.variants.LABEL]`` (app/run/variants.py picks
+    one per thread or person); ``variant`` is the label of the one this is ("" for the agent itself).
+    ``prompt_facts`` names its prompt's version, hash and variant, worked out once as the agent is built.
     """
 
     name: str
@@ -82,8 +85,11 @@ class Agent:
     fallbacks: tuple[ChainEntry, ...] = ()
     health: ModelHealth | None = None
     deployments: tuple[ChainEntry, ...] = ()
+    variants: Mapping[str, Agent] = field(default_factory=dict)
+    variant: str = ""
     chain: tuple[ChainEntry, ...] = field(default=(), init=False)
     weights: tuple[float, ...] = field(default=(), init=False)
+    prompt_facts: PromptFacts = field(default=PromptFacts(), init=False)
 
     def __post_init__(self) -> None:
         window = self.config.context.window
@@ -96,6 +102,9 @@ class Agent:
             object.__setattr__(self, "approval_scope", approval_scope(self.name, ""))
         if self.prompt is None and self.config.system_prompt is not None:
             object.__setattr__(self, "prompt", prompt_template(self.config, Path.cwd()))
+        prompt, variant = self.prompt, self.variant or None
+        facts = PromptFacts(prompt.version, prompt.hash, variant) if prompt else PromptFacts(variant=variant)
+        object.__setattr__(self, "prompt_facts", facts)
 
 
 def _title_model(
@@ -129,8 +138,9 @@ def _fallbacks(
 def prompt_template(agent: AgentConfig, base_dir: Path) -> PromptTemplate | None:
     """The agent's system prompt as a template; relative paths start at ``base_dir``."""
     prompt = agent.system_prompt
+    label = agent.version
     if prompt is None or isinstance(prompt, str):
-        return PromptTemplate(prompt) if prompt else None
+        return PromptTemplate(prompt, label=label) if prompt else None
 
     make_importable(base_dir)  # imports in template code find modules beside the config
 
@@ -153,7 +163,7 @@ def prompt_template(agent: AgentConfig, base_dir: Path) -> PromptTemplate | None
             runtime_code=code(variable.runtime_code),
             client_overridable=variable.client_overridable,
         )
-    return PromptTemplate(prompt.template, variables, code(prompt.runtime_code), timeout=prompt.timeout)
+    return PromptTemplate(prompt.template, variables, code(prompt.runtime_code), timeout=prompt.timeout, label=label)
 
 
 def _server_tools(agent: AgentConfig, base_dir: Path) -> dict[str, ServerTool]:
@@ -195,6 +205,55 @@ def _client_tools(agent: AgentConfig) -> tuple[ToolDefinition, ...]:
     return tuple(ToolDefinition(name, tool.description, tool.parameters) for name, tool in agent.client_tools.items())
 
 
+def _built(
+    name: str,
+    agent: AgentConfig,
+    config: Config,
+    http_client: httpx.AsyncClient,
+    signer: ApprovalSigner,
+    kept: AppApprovals,
+    mcp: ToolSource | None,
+    health: ModelHealth | None,
+    variant: str = "",
+) -> Agent:
+    """The agent ``name`` as configured (or as its ``variant``), with its variants built the same way."""
+    provider = build_provider(agent, config, http_client)
+    variants = {
+        label: _built(name, _variant_config(agent, label), config, http_client, signer, kept, mcp, health, label)
+        for label in agent.variants
+    }
+    return Agent(
+        name,
+        agent,
+        provider,
+        server_tools=_agent_tools(name, agent, config.base_dir, mcp),
+        client_tools=_client_tools(agent),
+        max_steps=agent.max_steps,
+        approvals=signer,
+        approval_ledger=kept.ledger,
+        prompt=prompt_template(agent, config.base_dir),
+        context=context_budget(name, agent, config, http_client),
+        summary_model=summary_model(agent, provider, config, http_client),
+        title_model=_title_model(agent, provider, config, http_client),
+        fallbacks=_fallbacks(agent, config, http_client, agent.fallback_chain),
+        health=health,
+        deployments=_fallbacks(agent, config, http_client, agent.deployment_pool),
+        variants=variants,
+        variant=variant,
+    )
+
+
+def _variant_config(agent: AgentConfig, label: str) -> AgentConfig:
+    """The agent's config as its variant ``label``: that prompt, version label, and model if it names one."""
+    variant = agent.variants[label]
+    update: dict[str, object] = {"system_prompt": variant.system_prompt, "version": variant.version, "variants": {}}
+    if variant.model is not None:
+        update["model"] = variant.model
+    if variant.model_settings is not None:
+        update["model_settings"] = variant.model_settings
+    return agent.model_copy(update=update)
+
+
 class AgentRegistry:
     """The agents of one config, looked up by name; the default agent serves the short routes.
 
@@ -217,25 +276,8 @@ class AgentRegistry:
             approvals.warn_if_unshared(config)
         kept = approvals if approvals is not None else AppApprovals()
         signer = kept.signer(config)
-        providers = {name: build_provider(agent, config, http_client) for name, agent in config.agents.items()}
         self._agents: Mapping[str, Agent] = {
-            name: Agent(
-                name,
-                agent,
-                providers[name],
-                server_tools=_agent_tools(name, agent, config.base_dir, mcp),
-                client_tools=_client_tools(agent),
-                max_steps=agent.max_steps,
-                approvals=signer,
-                approval_ledger=kept.ledger,
-                prompt=prompt_template(agent, config.base_dir),
-                context=context_budget(name, agent, config, http_client),
-                summary_model=summary_model(agent, providers[name], config, http_client),
-                title_model=_title_model(agent, providers[name], config, http_client),
-                fallbacks=_fallbacks(agent, config, http_client, agent.fallback_chain),
-                health=health,
-                deployments=_fallbacks(agent, config, http_client, agent.deployment_pool),
-            )
+            name: _built(name, agent, config, http_client, signer, kept, mcp, health)
             for name, agent in config.agents.items()
         }
         if any(agent.leak_guard_mode != "off" for agent in config.agents.values()):
@@ -257,5 +299,6 @@ class AgentRegistry:
     async def aclose(self) -> None:
         """Release every provider."""
         for agent in self._agents.values():
-            for entry in agent.chain:
-                await entry.provider.aclose()
+            for one in (agent, *agent.variants.values()):
+                for entry in one.chain:
+                    await entry.provider.aclose()

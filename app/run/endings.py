@@ -13,6 +13,7 @@ from chatgate.errors import ChatgateError, ProviderError, RequestError, StoreUna
 from chatgate.events import FinishReason, RunEvent, RunFailed, RunFinished, TextDelta, TextEnd, TextStart, UsageTally
 from chatgate.ids import new_id
 from chatgate.leak_guard import PROMPT_LEAK_MESSAGE, PromptLeak
+from chatgate.run.prompts import PromptFacts
 from chatgate.run.tools import ToolsUnavailable
 from chatgate.usage import BudgetExceeded, RunAccount
 
@@ -49,20 +50,36 @@ def max_steps_notice(agent: str, run_id: str, max_steps: int) -> tuple[RunEvent,
 class RunEnding:
     """The one terminal event of a run, and what is settled with it: the account and the run's span."""
 
-    __slots__ = ("_account", "_agent", "_run_id", "_tally", "_trace")
+    __slots__ = ("_account", "_agent", "_prompt", "_run_id", "_tally", "_trace")
 
     def __init__(
-        self, agent: str, run_id: str, tally: UsageTally, account: RunAccount | None, trace: RunTrace | None
+        self,
+        agent: str,
+        run_id: str,
+        tally: UsageTally,
+        account: RunAccount | None,
+        trace: RunTrace | None,
+        prompt: PromptFacts | None = None,
     ) -> None:
         self._agent, self._run_id, self._tally = agent, run_id, tally
         self._account, self._trace = account, trace
+        self._prompt = prompt or PromptFacts()
 
     async def finished(self, reason: FinishReason, pending: tuple[str, ...] = ()) -> RunFinished:
         """``RunFinished``: the run's cost settled, its usage per model, the tool calls the client runs."""
         cost_usd = await self._account.close() if self._account is not None else None
         if self._trace is not None:
             self._trace.finished(reason)
-        return RunFinished(reason, cost_usd=cost_usd, usage=self._tally.entries(), pending_tool_call_ids=pending)
+        prompt = self._prompt
+        return RunFinished(
+            reason,
+            cost_usd=cost_usd,
+            usage=self._tally.entries(),
+            pending_tool_call_ids=pending,
+            prompt_version=prompt.version,
+            prompt_hash=prompt.hash,
+            variant=prompt.variant,
+        )
 
     def failed(self, exc: Exception, *, streamed: bool) -> RunFailed:
         """``RunFailed`` for ``exc``, logged; ``streamed`` says some model call had sent something."""

@@ -16,12 +16,19 @@ argument, or a ``SYSTEM_MESSAGE_VARIABLES`` dict exported by runtime code) and, 
 ``client_overridable``, from the client. Substitution is one pass, so a value is always literal text: a
 ``{{OTHER}}`` inside a value stays as written, and client text is never run.
 
+Every template has a version (docs/prompts.md): ``hash``, the first 12 hex digits of a SHA-256 over the
+template and its variables' static definitions (text, inline code, file and code names: not what files
+or code produce at render time), worked out once when the template is built; ``version`` is the
+operator's ``label`` when set, else the hash.
+
 Code in the config is trusted operator input. Rendering runs in a worker thread with a timeout, and any
 failure raises ``PromptRenderError`` naming the variable.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +44,7 @@ from chatgate.errors import ChatgateError
 
 __all__ = [
     "CodeSource",
+    "PromptFacts",
     "PromptRenderError",
     "PromptTemplate",
     "RequestFacts",
@@ -51,6 +59,15 @@ class PromptRenderError(ChatgateError):
         self.variable = variable
         where = f"variable {variable!r}" if variable else "runtime_code"
         super().__init__(f"system prompt {where}: {detail}")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFacts:
+    """Which prompt a run answered under: its ``version`` and ``hash``, and the agent's ``variant`` (None: none)."""
+
+    version: str | None = None
+    hash: str | None = None
+    variant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +142,20 @@ class PromptTemplate:
         runtime_code: CodeSource | None = None,
         *,
         timeout: float = 10.0,
+        label: str | None = None,
     ) -> None:
         self.template = template
         self.variables = dict(variables or {})
         self.runtime_code = runtime_code
         self.timeout = timeout
+        self.label = label
+        self.hash = _content_hash(template, self.variables, runtime_code)
         self._sources = _Sources()
+
+    @property
+    def version(self) -> str:
+        """The operator's label when configured, else the content hash."""
+        return self.label or self.hash
 
     @property
     def is_static(self) -> bool:
@@ -247,6 +272,23 @@ class PromptTemplate:
         if source.path is not None:
             return self._sources.compiled(source.path)
         return self._sources.compiled(source.inline or "")
+
+
+def _content_hash(template: str, variables: Mapping[str, Variable], runtime_code: CodeSource | None) -> str:
+    """12 hex digits of SHA-256 over the template and its variables' static definitions (file names, not contents)."""
+
+    def code(source: CodeSource | None) -> list[str | None] | None:
+        return None if source is None else [source.path.name if source.path else None, source.inline]
+
+    if not variables and runtime_code is None:  # a plain prompt: the hash of its text alone
+        return hashlib.sha256(template.encode()).hexdigest()[:12]
+    parts: list[Any] = [template, code(runtime_code)]
+    for name in sorted(variables):
+        v = variables[name]
+        files = [path.name for path in v.files]
+        static = [v.text, files, v.code.name if v.code else None, v.inline_code, code(v.condition)]
+        parts.append([name, *static, code(v.runtime_code), v.client_overridable])
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
 
 
 def _as_text(value: Any) -> str:

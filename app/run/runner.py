@@ -88,7 +88,12 @@ async def run_agent(
     # passes through here, and each generator it passes through costs CPU (docs/performance.md).
     is_stopping = (stopping or asyncio.Event()).is_set
     calls = ModelCalls(agent, metrics, account, trace)
-    ending = RunEnding(agent.name, run_input.run_id, calls.tally, account, trace)
+    prompt = agent.prompt_facts
+    ending = RunEnding(agent.name, run_input.run_id, calls.tally, account, trace, prompt)
+    if account is not None:
+        account.prompt_version, account.variant = prompt.version, prompt.variant
+    if trace is not None:
+        trace.prompt_used(prompt.version, prompt.hash, prompt.variant)
     streamed = False  # some model call sent something: a break-off then leaves a partial answer
     streamed_before = False  # ... before the current step (what a retraction leaves standing)
     try:

@@ -136,4 +136,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 9: when the owner archived the thread (CopilotKit's archive); NULL while it is not. An archived thread
     # keeps everything and still runs; only lists that leave archived threads out skip it.
     ("ALTER TABLE threads ADD COLUMN archived_at DOUBLE PRECISION",),
+    # 10: the version of the system prompt a run answered under, and its variant (docs/prompts.md); NULL
+    # for rows written before, and for side calls (a thread's title) that never see the agent's prompt.
+    (
+        "ALTER TABLE usage ADD COLUMN prompt_version TEXT",
+        "ALTER TABLE usage ADD COLUMN variant TEXT",
+    ),
 )

@@ -82,12 +82,14 @@ def thread_agent(agent: Agent, system: SystemState, base_dir: Path) -> Agent:
         source = agent.config.prompts.get(system.value or "")
         if source is None:
             raise RequestError(409, "unknown_prompt", f"the thread's prompt {system.value!r} is no longer configured")
-        template = prompt_template(agent.config.model_copy(update={"system_prompt": source}), base_dir)
+        template = prompt_template(agent.config.model_copy(update={"system_prompt": source, "version": None}), base_dir)
     else:
         template = PromptTemplate(system.value or "")
     # Under "client" policy the thread's own message stands in for a client system message.
     config = agent.config.model_copy(update={"system_prompt_fallback": True})
-    return replace(agent, prompt=template, config=config)
+    # The thread's message wins over the agent's variant, and is recorded as such (docs/prompts.md).
+    variant = f"prompt:{system.value}" if system.kind == "prompt" else "thread"
+    return replace(agent, prompt=template, config=config, variant=variant)
 
 
 def _client_system(agent: Agent, system: SystemState, messages: tuple[Message, ...]) -> tuple[Message, ...]:

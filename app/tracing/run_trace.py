@@ -165,6 +165,15 @@ class RunTrace:
             attributes["gen_ai.input.messages"] = messages_json(request.messages)
         self._attributes.update(attributes)
 
+    def prompt_used(self, version: str | None, content_hash: str | None, variant: str | None) -> None:
+        """The prompt the run answers under: its version (label, else hash), hash, and the agent's variant."""
+        if version is not None:
+            self._attributes["chatgate.prompt.version"] = span_text(version)
+        if content_hash is not None:
+            self._attributes["chatgate.prompt.hash"] = content_hash
+        if variant is not None:
+            self._attributes["chatgate.prompt.variant"] = span_text(variant)
+
     def thread_prompt(self, name: str | None, prompt: _TracedPrompt | None) -> None:
         """A stored thread's own system message stands in for the agent's: its named prompt (``name``) or text."""
         attributes: dict[str, Any] = {"chatgate.prompt.source": "prompt" if name else "thread"}

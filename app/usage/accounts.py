@@ -194,6 +194,8 @@ class RunAccount:
         self._reserve = reserve or Spend()  # what each model call holds until its usage is known
         self._hold_ms = hold_seconds * 1000
         self.usage = RunUsage()
+        self.prompt_version: str | None = None  # set by the runner: the prompt the run answered under
+        self.variant: str | None = None
         self._cost: float | None = None
         self._pending = RunUsage()  # calls not yet added to the spend counters
         self._hold = ""  # the reservation in flight (holds.py), settled by the next step
@@ -355,6 +357,8 @@ class RunAccount:
             reasoning_tokens=usage.reasoning_tokens,
             cached_input_tokens=usage.cached_input_tokens,
             cost_usd=self._cost,
+            prompt_version=self.prompt_version,
+            variant=self.variant,
         )
 
     async def _record(self) -> None:

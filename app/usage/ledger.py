@@ -1,8 +1,9 @@
-"""The usage ledger: one row per run (who, agent, thread, model, time, tokens, cost), and its summaries.
+"""The usage ledger: one row per run (who, agent, thread, model, prompt, time, tokens, cost), and its summaries.
 
 In the configured store (table ``usage``, app/store/schema.py), or, with no store, in this process's
 memory (lost at restart, per process; bounded: see ``MemoryLedger``). ``summary`` groups rows by person,
-key, agent, model and UTC day; people always by their key too (``people_apart``).
+key, agent, model, UTC day, prompt version and variant (docs/prompts.md); people always by their key
+too (``people_apart``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,17 @@ logger = logging.getLogger("chatgate.usage")
 MEMORY_LEDGER_RUNS = 50_000
 """The most runs the in-memory ledger keeps (a run's row is about 0.5 kB: some 25 MB at most)."""
 
-Group: TypeAlias = Literal["person", "key", "agent", "model", "day"]
-GROUPS: tuple[Group, ...] = ("person", "key", "agent", "model", "day")
-_COLUMNS: dict[Group, str] = {"person": "person", "key": "key_id", "agent": "agent", "model": "model", "day": "day"}
+Group: TypeAlias = Literal["person", "key", "agent", "model", "day", "prompt_version", "variant"]
+GROUPS: tuple[Group, ...] = ("person", "key", "agent", "model", "day", "prompt_version", "variant")
+_COLUMNS: dict[Group, str] = {
+    "person": "person",
+    "key": "key_id",
+    "agent": "agent",
+    "model": "model",
+    "day": "day",
+    "prompt_version": "prompt_version",
+    "variant": "variant",
+}
 _SUMS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens", "cost_usd")
 
 
@@ -71,6 +80,8 @@ class UsageRecord:
     reasoning_tokens: int | None
     cached_input_tokens: int | None
     cost_usd: float | None
+    prompt_version: str | None = None
+    variant: str | None = None
 
 
 class UsageLedger(Protocol):
@@ -97,6 +108,10 @@ class UsageLedger(Protocol):
 
         ``key_id`` or ``person`` ``""`` selects the runs with none (no keys configured; no person named).
         """
+        ...
+
+    async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
+        """The prompt versions ``agent``'s runs answered under, per variant: runs and first and last use."""
         ...
 
 
@@ -182,6 +197,15 @@ class MemoryLedger:
         rows = [_row(dict(zip(group_by, key, strict=True)), records) for key, records in groups.items()]
         return sorted(rows, key=lambda row: tuple(str(row[g]) for g in group_by))
 
+    async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
+        """Grouped in Python, as ``summary`` is."""
+        seen: dict[tuple[str, str | None], list[float]] = {}
+        for record in self._records:
+            if record.agent == agent and record.prompt_version is not None:
+                seen.setdefault((record.prompt_version, record.variant), []).append(record.at)
+        rows = [_version_row(version, variant, len(at), min(at), max(at)) for (version, variant), at in seen.items()]
+        return sorted(rows, key=lambda row: row["first_used"])
+
 
 class SqlUsageLedger:
     """The ledger in the store's ``usage`` table (SQLite or PostgreSQL)."""
@@ -243,6 +267,25 @@ class SqlUsageLedger:
             out["cost_usd"] = None if row["cost_usd"] is None else float(row["cost_usd"])
             result.append(_row_order(out))
         return result
+
+    async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
+        """One ``GROUP BY`` over the agent's rows that name a version."""
+        sql = (
+            "SELECT prompt_version, variant, COUNT(*) AS runs, MIN(at) AS first_at, MAX(at) AS last_at FROM usage"
+            " WHERE agent = $1 AND prompt_version IS NOT NULL GROUP BY prompt_version, variant ORDER BY first_at"
+        )
+        async with self._engine.read() as tx:
+            rows = await tx.fetch(sql, agent)
+        return [
+            _version_row(row["prompt_version"], row["variant"], int(row["runs"]), row["first_at"], row["last_at"])
+            for row in rows
+        ]
+
+
+def _version_row(version: str, variant: str | None, runs: int, first: float, last: float) -> dict[str, Any]:
+    when = {"first_used": datetime.fromtimestamp(first, UTC).isoformat()}
+    when["last_used"] = datetime.fromtimestamp(last, UTC).isoformat()
+    return {"prompt_version": version, "variant": variant, "runs": runs, **when}
 
 
 def _row_order(row: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,15 @@ __all__ = ["run_account", "side_account"]
 
 
 def run_account(
-    accounts: UsageAccounts, config: Config, caller: Caller, agent_name: str, run_input: RunInput
+    accounts: UsageAccounts,
+    config: Config,
+    caller: Caller,
+    agent_name: str,
+    run_input: RunInput,
+    agent: AgentConfig | None = None,
 ) -> RunAccount:
-    """The account of one run of ``caller`` on ``agent_name``."""
-    agent = config.agents[agent_name]
+    """The account of one run of ``caller`` on ``agent_name`` (configured as ``agent``: a variant's, else its own)."""
+    agent = agent or config.agents[agent_name]
     kind = _kind(config, agent.provider_name)
     budgets = accounts.budgets(caller, agent_name, _key_budget(config, caller), agent.budget)
     reserve = _reserve(accounts, config, agent, kind, run_input) if budgets else Spend()

@@ -204,6 +204,11 @@ def _list_agents_endpoint(protocols: Sequence[UIProtocol]) -> Any:
                 "default": default is not None and agent.name == default.name,
                 "description": agent.config.description,
                 "context": _context_info(agent),
+                "prompt_version": agent.prompt_facts.version,
+                "variants": {
+                    label: {"weight": agent.config.variants[label].weight, "prompt_version": one.prompt_facts.version}
+                    for label, one in agent.variants.items()
+                },
                 "protocols": {
                     protocol.name: served_path(request.scope, f"/agents/{agent.name}/{protocol.route}")
                     for protocol in protocols

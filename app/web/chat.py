@@ -22,7 +22,7 @@ from chatgate.config import Config
 from chatgate.errors import RequestError
 from chatgate.files import FileInliner, check_files, referenced_file, resolve_references
 from chatgate.protocol import UIProtocol, retracts_steps
-from chatgate.run import Agent, run_agent
+from chatgate.run import VARIANT_HEADER, Agent, choose_variant, run_agent
 from chatgate.run_input import RunInput
 from chatgate.telemetry import label_request
 from chatgate.threads import RunCursor, ThreadTitler, open_thread_turn, thread_titler
@@ -63,6 +63,7 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
         body = await read_body(request, settings)
         run_input = _decode(protocol, body)
         stored = agent.config.conversations == "server"
+        agent = _variant(request, agent, caller, run_input, stored)
         cursor = None
         if reconnect is not None:
             cursor = reconnect(body)
@@ -91,7 +92,7 @@ def chat_endpoint(protocol: UIProtocol, *, reconnect: Cursor | None = None) -> C
 
         # Over budget: a plain 429 before any byte of the stream (app/usage/), checked as the stream's slot
         # is taken (with Redis, in the same round trip).
-        account = run_account(running.usage, registry.config, caller, agent.name, run_input)
+        account = run_account(running.usage, registry.config, caller, agent.name, run_input, agent.config)
 
         async def start() -> EventStreamResponse:
             if stored:
@@ -183,3 +184,21 @@ def _decode(protocol: UIProtocol, body: bytes) -> RunInput:
         return protocol.decode(body)
     except RecursionError:  # the adapters bound nesting; this is the backstop for any that does not
         raise RequestError(422, "invalid_request", "the request is invalid: (body): it nests too deep") from None
+
+
+def _variant(request: Request, agent: Agent, caller: Caller, run_input: RunInput, stored: bool) -> Agent:
+    """The agent as the variant this run is assigned (docs/prompts.md); an admin may force one by header.
+
+    The subject is the stored thread (its owner's), else the caller (key, user or person), else, with no
+    keys configured, the client's thread id, else the run: the same one every turn and on every replica.
+    """
+    forced = request.headers.get(VARIANT_HEADER)
+    if forced is not None and not caller.admin:
+        raise RequestError(403, "variant_forbidden", f"{VARIANT_HEADER}: only an admin key may force a variant")
+    if not agent.variants:
+        return agent
+    if stored:
+        subject = f"{caller.owner}\x00{run_input.thread_id}"
+    else:
+        subject = caller.owner or run_input.thread_id or run_input.run_id
+    return choose_variant(agent, subject, forced)

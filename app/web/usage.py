@@ -1,7 +1,11 @@
-"""``GET /usage`` (admin: everyone's, grouped) and ``GET /usage/me`` (the caller's own).
+"""``GET /usage`` (admin: everyone's, grouped), ``GET /usage/me`` (the caller's own), prompt versions.
+
+``GET /agents/{agent}/prompts`` (admin) lists the prompt versions an agent's runs answered under
+(docs/prompts.md).
 
 Query: ``since`` and ``until`` (ISO 8601 dates or times, UTC when no offset; default: this calendar
-month so far), ``group_by`` (comma-separated of person, key, agent, model, day; default: agent, model).
+month so far), ``group_by`` (comma-separated of person, key, agent, model, day, prompt_version, variant;
+default: agent, model).
 """
 
 from __future__ import annotations
@@ -27,11 +31,18 @@ OPERATIONS[("GET", "/usage")] = Operation(
     "Tokens and cost of every caller's runs, grouped (admin keys only); query since, until, group_by"
 )
 OPERATIONS[("GET", "/usage/me")] = Operation("Tokens and cost of the caller's own runs; query since, until, group_by")
+OPERATIONS[("GET", "/agents/{agent}/prompts")] = Operation(
+    "The prompt versions an agent's runs answered under, per variant: runs, first and last use (admin keys only)"
+)
 
 
 def usage_routes() -> list[BaseRoute]:
-    """The two usage routes."""
-    return [Route("/usage", _all_usage, methods=["GET"]), Route("/usage/me", _my_usage, methods=["GET"])]
+    """The usage routes."""
+    return [
+        Route("/usage", _all_usage, methods=["GET"]),
+        Route("/usage/me", _my_usage, methods=["GET"]),
+        Route("/agents/{agent}/prompts", _prompt_versions, methods=["GET"]),
+    ]
 
 
 def _bad(field: str, problem: str) -> RequestError:
@@ -90,3 +101,15 @@ async def _my_usage(request: Request) -> Response:
     # caller with no key id (no keys configured, or a person the identity layer signed in) matches only
     # rows with none: never every key's.
     return await _summary(request, key_id=caller.key_id or "", person=person_of(caller))
+
+
+async def _prompt_versions(request: Request) -> Response:
+    """Versions and hashes only: a prompt's text is never in this answer, nor in the ledger."""
+    if not caller_of(request).admin:
+        raise RequestError(403, "forbidden", "only admin keys may read an agent's prompt versions")
+    running = running_of(request)
+    agent = request.path_params["agent"]
+    if running.agents.get(agent) is None:
+        raise RequestError(404, "unknown_agent", f"no agent named {agent[:100]!r}")
+    versions = await running.usage.ledger.prompt_versions(agent)
+    return JSONResponse({"agent": agent, "versions": versions})

@@ -130,3 +130,16 @@ def test_placeholders_without_a_variable_are_reported() -> None:
     prompt = template("{{A}} {{B}} {{A}}", Variable("A", text="x"))
     assert prompt.placeholders == ["A", "B"]
     assert prompt.missing_variables() == ["B"]
+
+
+def test_the_version_is_the_label_else_a_hash_of_the_template_and_its_static_variables(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("first")
+    variables = {"NOTES": Variable("NOTES", files=(notes,)), "TONE": Variable("TONE", text="kind")}
+    template = PromptTemplate("{{TONE}} {{NOTES}}", variables)
+    assert template.version == template.hash and len(template.hash) == 12
+    notes.write_text("second")  # a file's content is read per render: not part of the version
+    assert PromptTemplate("{{TONE}} {{NOTES}}", variables).hash == template.hash
+    unkind = {**variables, "TONE": Variable("TONE", text="curt")}
+    assert PromptTemplate("{{TONE}} {{NOTES}}", unkind).hash != template.hash
+    assert PromptTemplate("{{TONE}} {{NOTES}}", variables, label="v2").version == "v2"

@@ -366,6 +366,9 @@ def test_a_stored_thread_run_is_traced_as_its_own_detached_run_with_its_named_pr
     # the thread's named prompt, not the agent's (it has none): its name and the version of its text
     assert (run.attributes["chatgate.prompt.source"], run.attributes["chatgate.prompt.name"]) == ("prompt", "terse")
     assert run.attributes["chatgate.prompt.version"] == hashlib.sha256(prompt.encode()).hexdigest()[:12]
+    # ... its hash, and the thread's message recorded in place of a variant (docs/prompts.md)
+    assert run.attributes["chatgate.prompt.hash"] == run.attributes["chatgate.prompt.version"]
+    assert run.attributes["chatgate.prompt.variant"] == "prompt:terse"
     assert (chat.attributes["gen_ai.usage.input_tokens"], chat.attributes["gen_ai.usage.output_tokens"]) == (5, 2)
 
 
