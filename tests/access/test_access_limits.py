@@ -191,7 +191,7 @@ async def test_a_crashed_replicas_slot_expires_and_a_running_one_is_kept(
 
 
 def test_refusals_by_rpm_and_by_streams_are_counted_in_the_metrics(serve: Serve) -> None:
-    agent = {"model": "builtin:echo", "default": True, "model_settings": {"delay": 0.05}}
+    agent = {"model": "builtin:echo", "default": True, "model_settings": {"delay": 0.5}}
     keys = [
         {"id": "limited", "key": SECRET, "rpm": 3, "max_concurrent_streams": 1},
         {"id": "ops", "key": "ops-secret-0123456789", "admin": True},
