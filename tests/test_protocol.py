@@ -15,7 +15,7 @@ def test_what_each_protocol_does_beyond_the_stream_is_declared() -> None:
         kinds = (DescribesRequests, DescribesAgents, RendersMessages)
         return [kind.__name__ for kind in kinds if isinstance(protocol, kind)]
 
-    assert declared(ag_ui) == ["DescribesRequests", "DescribesAgents"]
+    assert declared(ag_ui) == ["DescribesRequests", "DescribesAgents", "RendersMessages"]
     assert declared(vercel_ai) == ["DescribesRequests", "RendersMessages"]
     assert [p.name for p in (ag_ui, vercel_ai) if p.threads.serves_messages] == ["vercel-ai"]
 

@@ -33,6 +33,8 @@ def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
 
 
 def test_a_scrape_sums_the_counts_of_every_worker(tmp_path: Path, chatgate_process: ChatgateProcess) -> None:
+    # Directories left by processes killed before (another run's): one may hold files under a reused pid.
+    earlier = set(Path(tempfile.gettempdir()).glob("chatgate-metrics-*"))
     url, process = chatgate_process("--workers", "2")
     port = int(url.rsplit(":", 1)[1])
     workers = sorted(running_workers(process.pid))
@@ -72,5 +74,6 @@ def test_a_scrape_sums_the_counts_of_every_worker(tmp_path: Path, chatgate_proce
 
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=20) == 0
-    written = [path for pid in workers for path in Path(tempfile.gettempdir()).glob(f"chatgate-metrics-*/*_{pid}.db")]
+    found = [path for pid in workers for path in Path(tempfile.gettempdir()).glob(f"chatgate-metrics-*/*_{pid}.db")]
+    written = [path for path in found if path.parent not in earlier]
     assert written == []  # the parent removed the workers' value files with their directory
