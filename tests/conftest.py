@@ -22,6 +22,7 @@ from starlette.types import ASGIApp
 
 from chatgate.config import Config, parse_config
 from chatgate.web.app import create_app
+from tests.hang_guard import HangGuard
 from tests.markers import apply_markers
 from tests.oidc_provider import OpenIDProvider, running_oidc_provider
 from tests.processes import adopt_orphans, command_line, descendants, kill_all, kill_tree, running, wait_gone
@@ -118,6 +119,26 @@ def no_process_left() -> Iterator[None]:
     report = [f"{pid} {command_line(pid)}" for pid in left]
     kill_all(left)
     assert not report, "processes started by the tests were still running at the end:\n" + "\n".join(report)
+
+
+_HANG_GUARD: HangGuard | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set up the hang guard (tests/hang_guard.py) while stderr is still the run's own."""
+    global _HANG_GUARD
+    _HANG_GUARD = HangGuard()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Run each test (setup, call and teardown) under the hang guard."""
+    assert _HANG_GUARD is not None
+    _HANG_GUARD.arm(item)
+    try:
+        return (yield)
+    finally:
+        _HANG_GUARD.disarm()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
