@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 LAYERS: list[set[str]] = [
-    {"errors", "data_urls", "history", "events", "caller", "version", "media_types", "adapters"},
+    {"errors", "data_urls", "history", "events", "caller", "version", "media_types", "adapters", "background"},
     {"ids", "config", "run_input", "strict_json", "telemetry", "drain"},
     {"store", "protocol", "runlog", "providers", "token_estimates", "identity", "adapters.base"},
     {"approvals", "usage", "files", "context", "leak_guard", "tracing"},

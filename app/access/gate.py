@@ -24,6 +24,7 @@ from chatgate.access.keys import KeyRing
 from chatgate.access.limits import AdmissionCheck, Limits, MemoryLimits, StreamSlot
 from chatgate.access.mounting import route_path
 from chatgate.access.redis_limits import RedisLimits
+from chatgate.background import in_background
 from chatgate.caller import CALLER_SCOPE_KEY, Caller, caller_of
 from chatgate.config import Config
 from chatgate.drain import Drain, refuse_when_draining
@@ -313,9 +314,7 @@ class _Holding:
         if run is None or run.done():
             return False
         _runs_holding[run] = self._key_id
-        task = asyncio.get_running_loop().create_task(_release_when_done(run, self._slot, keeper))
-        _outliving.add(task)
-        task.add_done_callback(_outliving.discard)
+        in_background(_release_when_done(run, self._slot, keeper))
         return True
 
 
@@ -329,9 +328,6 @@ async def _release_when_done(run: asyncio.Future[Any], slot: StreamSlot, keeper:
             keeper.cancel()
         await _release(slot)
 
-
-# Slots held for runs that outlived their stream, kept referenced until the run ends.
-_outliving: set[asyncio.Task[None]] = set()
 
 # The runs that outlived their stream holding a slot in this process, and whose key's slot it is.
 _runs_holding: dict[asyncio.Future[Any], str] = {}

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from chatgate.approvals import ApprovalLedgerError, ApprovalOutcome, Claimed, Pending, Settled
+from chatgate.background import in_background
 from chatgate.errors import StoreUnavailable
 from chatgate.events import FinishReason, RunEvent, ToolApprovalRequested, ToolDenied, ToolResult
 from chatgate.history import AssistantMessage, FilePart, Message, ToolCallPart, ToolMessage
@@ -50,9 +51,6 @@ NOT_RUN = "This tool call was not run: the server has no record of making it."
 ALREADY_ANSWERING = "This approval is already being answered by another request; the tool was not run again."
 APPROVALS_UNAVAILABLE = "Approvals cannot be checked right now; please try again."
 CUT_OFF = "This tool call was not run: its arguments were cut off before they were complete."
-
-# Tool runs for a claimed approval, kept referenced until they have recorded their outcome.
-_answering: set[asyncio.Task[ApprovalOutcome]] = set()
 
 
 class StepTools:
@@ -179,9 +177,7 @@ async def _answer(
             span.ended(None, "already_answering")
         return ToolResult(call.tool_call_id, ALREADY_ANSWERING, is_error=True)
     # Shielded: a client hanging up mid-tool must not stop the outcome being recorded for its replay.
-    task = asyncio.ensure_future(_run_and_record(agent, call, approval, claim, trace, span))
-    _answering.add(task)
-    task.add_done_callback(_answering.discard)
+    task = in_background(_run_and_record(agent, call, approval, claim, trace, span))
     return await asyncio.shield(task)
 
 

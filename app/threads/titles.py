@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from chatgate.background import in_background
 from chatgate.history import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
 from chatgate.providers import SideModel, side_answer
 from chatgate.run import Agent
@@ -47,8 +48,6 @@ TITLE_TOKENS = 24
 _EXCERPT_CHARS = 1500
 _LABEL = re.compile(r"^\s*(?:title|titre|titel|título)\s*[:\uff1a-]\s*", re.IGNORECASE)
 _WRAPPERS = "\"'`*#_\u201c\u201d\u2018\u2019«»\u300c\u300d \t"  # quotes, emphasis, heading marks
-
-_writing: set[asyncio.Task[None]] = set()  # title calls in flight, kept from the garbage collector
 
 
 def title_prompt(question: str, answer: str) -> tuple[Message, ...]:
@@ -96,9 +95,7 @@ class ThreadTitler:
     def after_answer(self, store: ThreadStore, thread: ThreadInfo, run_id: str, question: str, answer: str) -> None:
         """The thread's first answer was saved: write its title in the background."""
         work = self._write(store, thread, run_id, question, answer)
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(work, name=f"title {run_id}")
-        _writing.add(task)
-        task.add_done_callback(_writing.discard)
+        in_background(work, name=f"title {run_id}")
 
     async def _write(self, store: ThreadStore, thread: ThreadInfo, run_id: str, question: str, answer: str) -> None:
         try:

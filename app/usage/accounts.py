@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from chatgate.background import in_background
 from chatgate.caller import Caller
 from chatgate.config import MICRO_USD, Budget, Window, window_end
 from chatgate.errors import RequestError, StoreUnavailable
@@ -56,8 +57,6 @@ PersonBudget = Callable[[Caller], Budget | None]
 
 _RECORD_ATTEMPTS = 30
 """Tries to write a run's ledger row through a store outage, a second apart."""
-# Background ledger writes (and closes of runs that ended without one), kept referenced until done.
-_writing: set[asyncio.Task[Any]] = set()
 
 
 class BudgetExceeded(RequestError):
@@ -332,13 +331,13 @@ class RunAccount:
         self._closed = True
         await self._step(hold=False)
         if self.usage.calls and not self._accounts.ledger.keep(self._usage_record()):
-            _in_background(self._record())
+            in_background(self._record())
         return self._cost
 
     def finish(self) -> None:
         """The run is over: if ``close()`` did not run, do its work in the background."""
         if not self._closed:
-            _in_background(self.close())
+            in_background(self.close())
 
     def _usage_record(self) -> UsageRecord:
         usage = self.usage
@@ -385,9 +384,3 @@ class _SlotRelease:
     key: str
     member: str
     released: Callable[[], None]
-
-
-def _in_background(work: Coroutine[Any, Any, Any]) -> None:
-    task = asyncio.get_running_loop().create_task(work)
-    _writing.add(task)
-    task.add_done_callback(_writing.discard)
