@@ -199,6 +199,13 @@ def test_a_lone_surrogate_in_the_arguments_is_no_internal_error(
 
 JSON = {"content-type": "application/json"}
 ALREADY_ANSWERING = "This approval is already being answered by another request; the tool was not run again."
+UNAVAILABLE = "Approvals cannot be checked right now; please try again."
+
+
+def _unavailable(events: list[dict[str, Any]]) -> list[str]:
+    """[UNAVAILABLE] when the run ended refusing to check its approval (the ledger unreachable), else []."""
+    said = [event.get("errorText", event.get("message")) for event in events if event["type"] in ("error", "RUN_ERROR")]
+    return [UNAVAILABLE] if said == [UNAVAILABLE] else []
 
 
 def test_two_servers_sharing_redis_answer_an_approval_once(
@@ -222,7 +229,8 @@ async def test_twenty_concurrent_replays_across_two_servers_sharing_redis_run_on
     urls = [route(first, protocol, "ops"), route(second, protocol, "ops")]
     answers = await replay_at_once(urls, answer_body(paused), 20)
     assert executions(log) == 1
-    outputs = [tool_outputs(events) for events in answers]
-    assert {output[0] for output in outputs if len(output) == 1} <= {"recorded ran", ALREADY_ANSWERING}
+    # A replay whose connection to Redis timed out (seen on a starved machine) ends in an error, fail-closed.
+    outputs = [tool_outputs(events) or _unavailable(events) for events in answers]
+    assert {output[0] for output in outputs if len(output) == 1} <= {"recorded ran", ALREADY_ANSWERING, UNAVAILABLE}
     assert all(len(output) == 1 for output in outputs)
     assert tool_outputs(await asyncio.to_thread(answer, first, paused, "ops")) == ["recorded ran"]
