@@ -130,6 +130,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _HANG_GUARD = HangGuard()
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the hang guard's copy of stderr."""
+    if _HANG_GUARD is not None:
+        _HANG_GUARD.close()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
     """Run each test (setup, call and teardown) under the hang guard."""

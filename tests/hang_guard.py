@@ -62,6 +62,11 @@ class HangGuard:
             self._timer.cancel()
             self._timer = None
 
+    def close(self) -> None:
+        """Stop the timers and close the copy of stderr: the session is over."""
+        self.disarm()
+        self._out.close()
+
     def _end_hung(self, nodeid: str, seconds: float) -> None:
         try:
             self._out.write(f"\nhang guard: {nodeid} still running after {seconds:.0f} s; its stacks:\n")
