@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from chatgate.errors import RequestError
+from chatgate.errors import RequestError, invalid_request
 from chatgate.strict_json import client_json, dump_json
 
 __all__ = ["decode_body", "sse_frame"]
@@ -32,10 +32,4 @@ def decode_body(body: bytes, schema: TypeAdapter[T]) -> T:
     try:
         return schema.validate_python(value)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        details = [
-            {"field": ".".join(str(part) for part in error["loc"]) or "(body)", "problem": error["msg"]}
-            for error in errors
-        ]
-        summary = "; ".join(f"{d['field']}: {d['problem']}" for d in details[:5])
-        raise RequestError(422, "invalid_request", f"the request is invalid: {summary}", details) from None
+        raise invalid_request(exc) from None

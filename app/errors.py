@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias, get_args
 
+from pydantic import ValidationError
 from starlette.responses import JSONResponse
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "StoreBusy",
     "StoreUnavailable",
     "error_response",
+    "invalid_request",
 ]
 
 ProviderErrorKind: TypeAlias = Literal[
@@ -141,3 +143,16 @@ class StoreBusy(StoreUnavailable):
     code = "store_busy"
     public_message = "The conversation store is busy; retry shortly."
     retry_after = 1
+
+
+def invalid_request(exc: ValidationError) -> RequestError:
+    """The 422 ``invalid_request`` for a request pydantic refused, naming each wrong field.
+
+    The first five are in its message, all in its ``details``.
+    """
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    details = [
+        {"field": ".".join(str(part) for part in error["loc"]) or "(body)", "problem": error["msg"]} for error in errors
+    ]
+    summary = "; ".join(f"{d['field']}: {d['problem']}" for d in details[:5])
+    return RequestError(422, "invalid_request", f"the request is invalid: {summary}", details)

@@ -300,7 +300,8 @@ class RunFinished:
     ``cost_usd`` is what the run's model calls cost, when usage is recorded and the model has a price;
     ``usage`` what they reported. ``pending_tool_call_ids``: the frontend tool calls the run ended
     waiting on (their results come with the client's next request). ``prompt_version``, ``prompt_hash``
-    and ``variant`` name the system prompt the run answered under (docs/prompts.md), None without one.
+    and ``variant`` name the system prompt the run answered under (docs/prompts.md), None without one;
+    ``run_id`` is the run's, as its usage row names it (feedback on a stateless run names it).
     """
 
     reason: FinishReason
@@ -311,6 +312,7 @@ class RunFinished:
     prompt_version: str | None = None
     prompt_hash: str | None = None
     variant: str | None = None
+    run_id: str | None = field(default=None, compare=False)  # who ran it, not how it ended
 
     def prompt_metadata(self) -> dict[str, str]:
         """``{"promptVersion", "promptHash", "variant"}`` as far as the run had them: the streams' metadata."""

@@ -25,7 +25,8 @@ from byte prefixes built when their part opens, so a token costs one ``to_json``
   the step's parts and the replacement streams into the same step.
 - Usage: the run's usage (summed by the runner) and cost go on ``finish.messageMetadata``
   (``{usage, model, provider, costUsd}``), useChat's ``message.metadata``, with the prompt the run
-  answered under (``promptVersion``, ``promptHash``, ``variant``: docs/prompts.md). A stopped run (someone
+  answered under (``promptVersion``, ``promptHash``, ``variant``: docs/prompts.md) and its ``runId``
+  (feedback on the answer names it). A stopped run (someone
   called ``POST .../stop``) ends as the AI SDK's server ends an aborted one: its usage as a
   ``message-metadata`` chunk, then ``abort`` (no ``finish``).
 """
@@ -114,6 +115,8 @@ async def encode_run(
                 yield tools[event.tool_call_id] + to_json(event.delta) + _FRAME_END
             elif isinstance(event, RunFinished):
                 metadata = usage_metadata(event.usage, event.cost_usd) | event.prompt_metadata()
+                if event.run_id:
+                    metadata["runId"] = event.run_id  # what feedback on a stateless answer names
                 ending = stream.aborted(metadata) if event.stopped else stream.end(event.reason, metadata=metadata)
                 break
             elif isinstance(event, RunFailed):

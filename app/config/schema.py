@@ -34,6 +34,7 @@ __all__ = [
     "Config",
     "ContextConfig",
     "CopilotKitSettings",
+    "FeedbackScale",
     "FilesSettings",
     "JwtConfig",
     "KeyConfig",
@@ -57,6 +58,8 @@ __all__ = [
 
 DEFAULT_AGENT_NAME = "assistant"
 VercelAIVersion: TypeAlias = Literal["v5", "v6", "v7"]
+FeedbackScale: TypeAlias = Literal["thumbs", "stars"]
+"""An agent's ``feedback_scale`` (docs/prompts.md#feedback): thumbs are -1 or +1, stars 1 to 5."""
 ProviderKind: TypeAlias = Literal["openai", "anthropic", "ollama"]
 SystemPromptPolicy: TypeAlias = Literal["server", "client"]
 """``manage_system_prompt``: who decides what the model is told to be (app/run/policy.py applies it)."""
@@ -567,6 +570,7 @@ class AgentConfig(ModelNamed, _Strict):
     max_steps: int = Field(default=10, ge=1)
     conversations: Literal["client", "server"] = "client"
     titles: bool = True
+    feedback_scale: FeedbackScale = "thumbs"
     title_model: str | None = Field(default=None, pattern=_MODEL)
     prompts: dict[str, str | SystemPromptConfig] = Field(default_factory=dict)
     context: ContextConfig = Field(default_factory=ContextConfig)

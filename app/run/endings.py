@@ -79,6 +79,7 @@ class RunEnding:
             prompt_version=prompt.version,
             prompt_hash=prompt.hash,
             variant=prompt.variant,
+            run_id=self._run_id or None,
         )
 
     def failed(self, exc: Exception, *, streamed: bool) -> RunFailed:

@@ -142,4 +142,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE usage ADD COLUMN prompt_version TEXT",
         "ALTER TABLE usage ADD COLUMN variant TEXT",
     ),
+    # 11: feedback on answers (app/usage/feedback.py): one row per run and owner ('' for no key or no
+    # person), with the run's prompt version and variant; ``thread_key`` deletes it with its thread.
+    (
+        """CREATE TABLE feedback (
+            agent TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            key_id TEXT NOT NULL,
+            person TEXT NOT NULL,
+            score BIGINT NOT NULL,
+            positive BIGINT NOT NULL,
+            comment TEXT,
+            tags TEXT NOT NULL,
+            thread_key TEXT,
+            message_id TEXT,
+            prompt_version TEXT,
+            variant TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (agent, run_id, key_id, person)
+        )""",
+        "CREATE INDEX feedback_by_thread ON feedback (thread_key)",
+    ),
 )

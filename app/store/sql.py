@@ -312,12 +312,13 @@ class SqlThreadStore:
         by: str | None,
         revision: int | None,
     ) -> ThreadInfo:
-        """Clear the messages; keep (``system`` None) or replace the system message."""
+        """Clear the messages (and the feedback on them); keep (``system`` None) or replace the system message."""
         now = time.time()
         async with self._engine.transaction() as tx:
             thread = await _held(tx, owner, agent, thread_id, revision)
             await tx.execute("DELETE FROM messages WHERE thread_key = $1", thread.key)
             await tx.execute("DELETE FROM thread_summaries WHERE thread_key = $1", thread.key)
+            await tx.execute("DELETE FROM feedback WHERE thread_key = $1", thread.key)  # on answers now gone
             await tx.execute("UPDATE threads SET title = NULL WHERE key = $1", thread.key)
             return await _change_system(tx, replace(thread, title=None), system or thread.system, "reset", by, now)
 
@@ -336,12 +337,12 @@ class SqlThreadStore:
             return await tx.execute(sql, archived, time.time(), thread.key) > 0
 
     async def delete(self, owner: str, agent: str, thread_id: str) -> bool:
-        """Remove the thread, its messages, audit and approvals."""
+        """Remove the thread, its messages, audit, approvals, summary and the feedback given in it."""
         async with self._engine.transaction() as tx:
             thread = await _thread(tx, owner, agent, thread_id)
             if thread is None:
                 return False
-            for table in ("messages", "system_audit", "approvals", "thread_summaries"):
+            for table in ("messages", "system_audit", "approvals", "thread_summaries", "feedback"):
                 await tx.execute(f"DELETE FROM {table} WHERE thread_key = $1", thread.key)
             await tx.execute("DELETE FROM threads WHERE key = $1", thread.key)
             return True

@@ -26,6 +26,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import replace
+from typing import Any
 
 from chatgate.errors import StoreUnavailable
 from chatgate.events import (
@@ -78,11 +79,22 @@ _SHUTDOWN = "The server stopped; what was said so far is saved."
 _DELTAS = (TextDelta, ReasoningDelta, ToolCallDelta)
 
 
+def answer_metadata(finished: RunFinished) -> dict[str, Any]:
+    """What a stored answer records of the run that wrote it: ``runId`` and ``prompt``, as far as it had them."""
+    prompt = {"version": finished.prompt_version, "hash": finished.prompt_hash, "variant": finished.variant}
+    noted: dict[str, Any] = {"runId": finished.run_id} if finished.run_id else {}
+    if finished.prompt_hash is not None:
+        noted["prompt"] = {key: value for key, value in prompt.items() if value is not None}
+    return noted
+
+
 class TurnRecorder:
     """Folds a run's events into the messages of its turn: assistant steps and tool results, in order.
 
     The first assistant message gets ``first_id`` (useChat's ``start.messageId``) when given; otherwise
-    a step is known by its first text span's id, the id an AG-UI client sees.
+    a step is known by its first text span's id, the id an AG-UI client sees. Once the run has finished,
+    each of its answers' metadata names the run (``runId``: what feedback on it is kept under) and the
+    prompt it answered under (``prompt``: ``{version, hash, variant}``, docs/prompts.md).
     """
 
     def __init__(self, first_id: str | None) -> None:
@@ -93,6 +105,7 @@ class TurnRecorder:
         self._step: MessageAssembler | None = None
         self._step_id: str | None = None
         self._retracted: list[dict[str, str]] = []  # the step's withdrawn attempts, for its message's metadata
+        self._answered: dict[str, Any] = {}  # the finished run's id and prompt, for every answer's metadata
 
     def feed(self, event: RunEvent) -> None:
         """Take one event into account."""
@@ -114,6 +127,8 @@ class TurnRecorder:
         elif isinstance(event, ToolResult | ToolDenied):
             self._close_step()
             self._done.append(tool_message(event, message_id=new_id("msg")))
+        elif isinstance(event, RunFinished):
+            self._answered = answer_metadata(event)
         elif step is not None:
             if isinstance(event, TextStart) and self._step_id is None:
                 self._step_id = event.id
@@ -122,7 +137,13 @@ class TurnRecorder:
     def turn(self) -> list[Message]:
         """The turn so far, including the step in progress."""
         current = self._current()
-        return [*self._done, current] if current is not None else list(self._done)
+        turn = [*self._done, current] if current is not None else list(self._done)
+        if not self._answered:
+            return turn
+        return [
+            replace(m, metadata={**m.metadata, **self._answered}) if isinstance(m, AssistantMessage) else m
+            for m in turn
+        ]
 
     def _current(self) -> AssistantMessage | None:
         if self._step is None:

@@ -2,7 +2,8 @@
 
 - ``accounts``: ``UsageAccounts`` (the app's) and ``RunAccount`` (one run's), the one place that
   records usage and checks budgets before a model call;
-- ``ledger``: one row per run, in the store or in memory; ``counters``: spend per budget window, in
+- ``ledger``: one row per run, in the store or in memory; ``feedback``: a person's score of a run, beside
+  it; ``counters``: spend per budget window, in
   Redis or in memory; ``holds``: a model call's reservation, and the Lua step that settles, judges and
   reserves (``BUDGET_LUA``, also run by the access layer's slot script); ``pricing``: genai-prices and
   ``[pricing]`` overrides;
@@ -15,8 +16,15 @@ See docs/usage.md.
 from __future__ import annotations
 
 from chatgate.usage.accounts import BudgetExceeded, BudgetScope, PersonBudget, RunAccount, UsageAccounts, person_of
+from chatgate.usage.feedback import (
+    Feedback,
+    FeedbackTally,
+    RunOwner,
+    is_positive,
+    valid_scores,
+)
 from chatgate.usage.holds import BUDGET_LUA
-from chatgate.usage.ledger import GROUPS, Group
+from chatgate.usage.ledger import GROUPS, Group, UsageRecord
 from chatgate.usage.pricing import Pricing
 from chatgate.usage.runs import run_account, side_account
 from chatgate.usage.tokens import RunUsage
@@ -26,13 +34,19 @@ __all__ = [
     "GROUPS",
     "BudgetExceeded",
     "BudgetScope",
+    "Feedback",
+    "FeedbackTally",
     "Group",
     "PersonBudget",
     "Pricing",
     "RunAccount",
+    "RunOwner",
     "RunUsage",
     "UsageAccounts",
+    "UsageRecord",
+    "is_positive",
     "person_of",
     "run_account",
     "side_account",
+    "valid_scores",
 ]

@@ -33,6 +33,7 @@ from chatgate.events import Usage
 from chatgate.store import Engine
 from chatgate.telemetry import Metrics
 from chatgate.usage.counters import MemoryCounters, RedisCounters, Spend, SpendCounters, StepAnswer
+from chatgate.usage.feedback import FeedbackBook, MemoryFeedback, SqlFeedback
 from chatgate.usage.holds import HELD, REACHED, BudgetStep, Windows, hold_member
 from chatgate.usage.ledger import MemoryLedger, SqlUsageLedger, UsageLedger, UsageRecord
 from chatgate.usage.pricing import Pricing
@@ -93,8 +94,10 @@ class UsageAccounts:
         *,
         fail_open: bool = False,
         person_budget: PersonBudget | None = None,
+        feedback: FeedbackBook | None = None,
     ) -> None:
         self.ledger = ledger
+        self.feedback: FeedbackBook = feedback if feedback is not None else MemoryFeedback()
         self.counters = counters
         self.pricing = pricing
         self.metrics = metrics
@@ -112,10 +115,18 @@ class UsageAccounts:
         fail_open: bool = False,
         person_budget: PersonBudget | None = None,
     ) -> UsageAccounts:
-        """The ledger in the store (else memory), the counters in Redis (else this process)."""
-        ledger: UsageLedger = SqlUsageLedger(store_engine) if store_engine is not None else MemoryLedger()
+        """The ledger and feedback in the store (else memory), the counters in Redis (else this process)."""
+        ledger: UsageLedger
+        feedback: FeedbackBook
+        if store_engine is not None:
+            ledger, feedback = SqlUsageLedger(store_engine), SqlFeedback(store_engine)
+        else:
+            feedback = MemoryFeedback()
+            ledger = MemoryLedger(feedback=feedback)
         counters: SpendCounters = RedisCounters(redis_client) if redis_client is not None else MemoryCounters()
-        return cls(ledger, counters, pricing, metrics, fail_open=fail_open, person_budget=person_budget)
+        return cls(
+            ledger, counters, pricing, metrics, fail_open=fail_open, person_budget=person_budget, feedback=feedback
+        )
 
     def budgets(
         self, caller: Caller, agent: str, key_budget: Budget | None, agent_budget: Budget | None

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeAlias
 
 from chatgate.store import Engine
+from chatgate.usage.feedback import FeedbackTally, MemoryFeedback, RunOwner
 
 __all__ = [
     "GROUPS",
@@ -45,6 +46,11 @@ _COLUMNS: dict[Group, str] = {
     "variant": "variant",
 }
 _SUMS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens", "cost_usd")
+# A run's feedback is its owner's: the row of the same agent, run and key and person ('' for none).
+_FEEDBACK_JOIN = (
+    "LEFT JOIN feedback f ON f.agent = u.agent AND f.run_id = u.run_id"
+    " AND f.key_id = COALESCE(u.key_id, '') AND f.person = COALESCE(u.person, '')"
+)
 
 
 def day_of(at: float) -> str:
@@ -84,6 +90,9 @@ class UsageRecord:
     variant: str | None = None
 
 
+_RECORD_FIELDS = tuple(UsageRecord.__dataclass_fields__)
+
+
 class UsageLedger(Protocol):
     """Where runs' usage is kept."""
 
@@ -114,6 +123,10 @@ class UsageLedger(Protocol):
         """The prompt versions ``agent``'s runs answered under, per variant: runs and first and last use."""
         ...
 
+    async def run(self, owner: RunOwner) -> UsageRecord | None:
+        """The row of run ``owner.run_id`` of ``owner.agent``, if it is that key's and person's; else None."""
+        ...
+
 
 def people_apart(group_by: Sequence[Group]) -> tuple[Group, ...]:
     """``group_by``, with ``key`` added when it groups by ``person``.
@@ -126,7 +139,7 @@ def people_apart(group_by: Sequence[Group]) -> tuple[Group, ...]:
     return tuple(group_by)
 
 
-def _row(groups: Mapping[str, Any], records: Sequence[UsageRecord]) -> dict[str, Any]:
+def _row(groups: Mapping[str, Any], records: Sequence[UsageRecord], feedback: FeedbackTally) -> dict[str, Any]:
     row: dict[str, Any] = dict(groups)
     row["runs"] = len(records)
     row["model_calls"] = sum(r.calls for r in records)
@@ -135,7 +148,7 @@ def _row(groups: Mapping[str, Any], records: Sequence[UsageRecord]) -> dict[str,
         values = [getattr(r, field) for r in records if getattr(r, field) is not None]
         row[field] = sum(values) if values else None
     row["unpriced_runs"] = sum(1 for r in records if r.cost_usd is None)
-    return row
+    return row | feedback.figures()
 
 
 class MemoryLedger:
@@ -146,8 +159,9 @@ class MemoryLedger:
     come. ``max_runs`` bounds it whatever the traffic: past it the oldest run goes (logged once).
     """
 
-    def __init__(self, max_runs: int = MEMORY_LEDGER_RUNS) -> None:
+    def __init__(self, max_runs: int = MEMORY_LEDGER_RUNS, feedback: MemoryFeedback | None = None) -> None:
         self._records: deque[UsageRecord] = deque(maxlen=max_runs)
+        self._feedback = feedback if feedback is not None else MemoryFeedback()
         self._warned = False
         self._months = (0.0, 0.0, 0.0)  # ``_months_around`` the last row: recomputed when a row leaves its month
 
@@ -194,8 +208,26 @@ class MemoryLedger:
                 continue
             values = asdict(record) | {"day": day_of(record.at)}
             groups.setdefault(tuple(values[_COLUMNS[g]] for g in group_by), []).append(record)
-        rows = [_row(dict(zip(group_by, key, strict=True)), records) for key, records in groups.items()]
+        rows = [
+            _row(dict(zip(group_by, key, strict=True)), records, self._feedback_on(records))
+            for key, records in groups.items()
+        ]
         return sorted(rows, key=lambda row: tuple(str(row[g]) for g in group_by))
+
+    def _feedback_on(self, records: Sequence[UsageRecord]) -> FeedbackTally:
+        total = FeedbackTally()
+        for r in records:
+            total += self._feedback.tally(RunOwner(r.agent, r.run_id, r.key_id, r.person))
+        return total
+
+    async def run(self, owner: RunOwner) -> UsageRecord | None:
+        """The owner's row of that run, if kept."""
+        for record in reversed(self._records):
+            if (record.agent, record.run_id, record.key_id, record.person) == (
+                owner.agent, owner.run_id, owner.key_id, owner.person,
+            ):  # fmt: skip
+                return record
+        return None
 
     async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
         """Grouped in Python, as ``summary`` is."""
@@ -238,22 +270,23 @@ class SqlUsageLedger:
     ) -> list[dict[str, Any]]:
         """One ``GROUP BY`` query; the group columns come from ``GROUPS`` only, never from the request."""
         group_by = people_apart(group_by)
-        columns = [f"{_COLUMNS[g]} AS {g}" for g in group_by]
-        sums = [f"SUM({field}) AS {field}" for field in _SUMS]
-        where = ["at >= $1", "at < $2"]
+        columns = [f"u.{_COLUMNS[g]} AS {g}" for g in group_by]
+        sums = [f"SUM(u.{field}) AS {field}" for field in _SUMS]
+        where = ["u.at >= $1", "u.at < $2"]
         args: list[Any] = [since, until]
         for column, value in (("key_id", key_id), ("person", person)):
             if value is not None:  # "" matches no key (no keys configured) or no person
                 args.append(value)
-                where.append(f"COALESCE({column}, '') = ${len(args)}")
+                where.append(f"COALESCE(u.{column}, '') = ${len(args)}")
         sql = (
-            f"SELECT {', '.join([*columns, 'COUNT(*) AS runs', 'SUM(calls) AS model_calls'])},"
-            f" SUM(unreported_calls) AS unreported_calls, {', '.join(sums)},"
-            " SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unpriced_runs"
-            f" FROM usage WHERE {' AND '.join(where)}"
+            f"SELECT {', '.join([*columns, 'COUNT(*) AS runs', 'SUM(u.calls) AS model_calls'])},"
+            f" SUM(u.unreported_calls) AS unreported_calls, {', '.join(sums)},"
+            " SUM(CASE WHEN u.cost_usd IS NULL THEN 1 ELSE 0 END) AS unpriced_runs,"
+            " COUNT(f.score) AS feedback, SUM(f.score) AS score_sum, SUM(f.positive) AS positive"
+            f" FROM usage u {_FEEDBACK_JOIN} WHERE {' AND '.join(where)}"
         )
         if group_by:
-            order = ", ".join(_COLUMNS[g] for g in group_by)
+            order = ", ".join(f"u.{_COLUMNS[g]}" for g in group_by)
             sql += f" GROUP BY {order} ORDER BY {order}"
         async with self._engine.read() as tx:
             rows = await tx.fetch(sql, *args)
@@ -265,8 +298,19 @@ class SqlUsageLedger:
             for name in ("runs", "model_calls", "unreported_calls", "unpriced_runs", *_SUMS[:-1]):
                 out[name] = None if row[name] is None else int(row[name])
             out["cost_usd"] = None if row["cost_usd"] is None else float(row["cost_usd"])
-            result.append(_row_order(out))
+            tally = FeedbackTally(int(row["feedback"]), int(row["score_sum"] or 0), int(row["positive"] or 0))
+            result.append(_row_order(out) | tally.figures())
         return result
+
+    async def run(self, owner: RunOwner) -> UsageRecord | None:
+        """The owner's row of that run (the latest, should a client have reused an AG-UI ``runId``)."""
+        sql = (
+            f"SELECT {', '.join(_RECORD_FIELDS)} FROM usage WHERE agent = $1 AND run_id = $2"
+            " AND COALESCE(key_id, '') = $3 AND COALESCE(person, '') = $4 ORDER BY at DESC LIMIT 1"
+        )
+        async with self._engine.read() as tx:
+            rows = await tx.fetch(sql, owner.agent, owner.run_id, owner.key_id or "", owner.person or "")
+        return UsageRecord(**{name: rows[0][name] for name in _RECORD_FIELDS}) if rows else None
 
     async def prompt_versions(self, agent: str) -> list[dict[str, Any]]:
         """One ``GROUP BY`` over the agent's rows that name a version."""

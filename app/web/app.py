@@ -39,6 +39,7 @@ from chatgate.web.capabilities import capabilities_path, capabilities_routes
 from chatgate.web.chat import chat_endpoint
 from chatgate.web.chat_page import PAGE_PATHS, chat_page_routes
 from chatgate.web.copilotkit import copilotkit_routes
+from chatgate.web.feedback import feedback_routes
 from chatgate.web.files import file_routes
 from chatgate.web.lifespan import chatgate_lifespan
 from chatgate.web.openapi import openapi_endpoint
@@ -182,7 +183,7 @@ def _routes(protocols: Sequence[UIProtocol], services: Services, copilotkit: str
         for path in (f"/agents/{{agent}}/{protocol.route}", protocol.default_path):
             routes.append(Route(path, endpoint, methods=["POST"]))
             routes.append(Route(f"{path}/{{thread_id}}/stream", resume_endpoint(protocol), methods=["GET"]))
-    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + file_routes()
+    routes += thread_routes(protocols) + stop_routes(protocols) + usage_routes() + feedback_routes() + file_routes()
     return routes + capabilities_routes(protocols) + copilotkit_routes(copilotkit, protocols)
 
 

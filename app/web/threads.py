@@ -29,7 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.access import read_body
 from chatgate.caller import Caller
-from chatgate.errors import RequestError
+from chatgate.errors import RequestError, invalid_request
 from chatgate.history import Message
 from chatgate.ids import ClientId, StorableText
 from chatgate.protocol import RendersMessages, UIProtocol
@@ -157,12 +157,7 @@ async def _body(request: Request) -> SystemMessageBody:
     try:
         return _BODY.validate_json(raw or b"{}")
     except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in error["loc"]) or "(body)", "problem": error["msg"]}
-            for error in exc.errors(include_url=False, include_context=False, include_input=False)
-        ]
-        problems = "; ".join(f"{d['field']}: {d['problem']}" for d in details)
-        raise RequestError(422, "invalid_request", f"the request is invalid: {problems}", details) from None
+        raise invalid_request(exc) from None
 
 
 def ui_messages_of(protocols: Sequence[UIProtocol]) -> RendersMessages | None:

@@ -58,7 +58,8 @@ def test_each_run_is_recorded_once_priced_and_shown_to_whom_it_belongs(serve: Se
     assert len(fake.requests) == 4
     wait_for_runs(url, 4)
     assert asyncio.run(_rows_in(store_url)) == 4  # one row per run, not per token or per frame
-    # The stream carries the run's usage and cost, for useChat's message.metadata.
+    # The stream carries the run's usage and cost, for useChat's message.metadata, and the run's id.
+    assert finishes[0]["messageMetadata"].pop("runId").startswith("run_")
     assert finishes[0]["messageMetadata"] == {
         "usage": {
             "inputTokens": 100,
@@ -103,7 +104,7 @@ def test_a_provider_that_reports_no_usage_is_recorded_as_unreported_not_guessed(
         url = serve(config(fake.url))  # no store: the ledger is in this process's memory
         finish = chunks(chat(url, "k2"))[-1]
     assert len(fake.requests) == 1
-    assert "messageMetadata" not in finish
+    assert list(finish["messageMetadata"]) == ["runId"]  # no usage to report
     wait_for_runs(url, 1)
     (row,) = httpx.get(f"{url}/usage/me", headers=headers("k2")).json()["rows"]
     assert (row["runs"], row["model_calls"], row["unreported_calls"]) == (1, 1, 1)

@@ -228,6 +228,7 @@ def test_a_stopped_run_reports_the_usage_of_its_finished_steps(serve: Serve, sto
         types = check_use_chat_stream(version, "".join(f"{line}\n\n" for line in chat))
         assert types[-3:] == ["finish-step", "message-metadata", "abort"]
     metadata = json.loads(chat[-3][len("data: ") :])
+    assert metadata["messageMetadata"].pop("runId")
     assert metadata == {
         "type": "message-metadata",
         "messageMetadata": {"usage": step_one, "model": "model-x", "provider": "up"},
