@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -135,7 +136,7 @@ def compare_variants(tallies: Mapping[str, VariantTally]) -> Experiment:
     standings = tuple(_standing(label, tallies[label], p) for label, p in zip(labels, best, strict=True))
     leader = _leader(labels, best)
     decided = leader is not None and max(best) >= DECISION_PROBABILITY
-    needed = 0 if decided else _feedback_needed(counts)
+    needed = 0 if decided else _feedback_needed(counts, max(best))
     return Experiment(standings, leader, decided, needed, _runs_needed(needed, tallies.values()))
 
 
@@ -170,25 +171,49 @@ def _leader(labels: list[str], best: list[float]) -> str | None:
     return ranked[0][1]
 
 
-def _feedback_needed(counts: list[tuple[int, int]]) -> int | None:
+def _feedback_needed(counts: list[tuple[int, int]], best_now: float) -> int | None:
     """The smallest total feedback, less what there is, at which the projected experiment is decided.
 
     The projection multiplies every variant's counts by one factor (shares and parts kept). Its best
-    probability grows with the factor, so the total is found by doubling, then bisection to within 1%.
+    probability grows with the factor, so the total is bracketed around a normal approximation's guess,
+    then found by bisection to within 1%.
     """
     shares = [positive / (positive + negative) for positive, negative in counts if positive + negative]
     if len(shares) < len(counts) or len(counts) < 2 or sorted(shares)[-1] == sorted(shares)[-2]:
         return None
     now = sum(positive + negative for positive, negative in counts)
-    low, high = now, now * 2
+    bracket = _bracket(counts, now, _first_guess(now, best_now))
+    if bracket is None:
+        return None
+    low, high = bracket
+    while high - low > max(1, high // 100):
+        middle = (low + high) // 2
+        low, high = (low, middle) if _decided_at(counts, middle / now) else (middle, high)
+    return high - now if high <= MAX_FEEDBACK else None
+
+
+def _first_guess(now: int, best_now: float) -> int:
+    """A total by the normal approximation: the leader's z grows with the square root of the feedback."""
+    if not 0.5 < best_now < DECISION_PROBABILITY:
+        return 2 * now
+    normal = statistics.NormalDist()
+    factor = (normal.inv_cdf(DECISION_PROBABILITY) / normal.inv_cdf(best_now)) ** 2
+    return min(MAX_FEEDBACK, max(now + 1, math.ceil(now * factor)))
+
+
+def _bracket(counts: list[tuple[int, int]], now: int, guess: int) -> tuple[int, int] | None:
+    """Totals (undecided, decided) around ``guess``, widened 10% first, then twofold; None past the cap."""
+    if _decided_at(counts, guess / now):
+        high, low = guess, max(now, int(guess / 1.1))
+        while low > now and _decided_at(counts, low / now):
+            high, low = low, max(now, low // 2)
+        return low, high
+    low, high = guess, math.ceil(guess * 1.1)
     while not _decided_at(counts, high / now):
         if high > MAX_FEEDBACK:
             return None
         low, high = high, high * 2
-    while high - low > max(1, high // 100):
-        middle = (low + high) // 2
-        low, high = (low, middle) if _decided_at(counts, middle / now) else (middle, high)
-    return high - now
+    return low, high
 
 
 def _decided_at(counts: list[tuple[int, int]], factor: float) -> bool:
