@@ -155,7 +155,7 @@ def probabilities_best(counts: Sequence[tuple[float, float]]) -> list[float]:
     for start, end, steps in _segments(windows):
         _integrate_segment(peaked, start, end, steps, carried, totals)
     norm = math.prod(carried)  # each density's own mass: they were integrated unnormalized
-    return [total / norm for total in totals]
+    return [min(1.0, max(0.0, total / norm)) for total in totals]  # rounding may step past 0 or 1
 
 
 def _standing(label: str, counts: VariantTally, probability: float) -> VariantStanding:
@@ -232,10 +232,18 @@ def _runs_needed(feedback_needed: int | None, tallies: Iterable[VariantTally]) -
 
 
 def _log_density(a: float, b: float, x: float) -> float:
-    """The Beta(a, b) log density at x, up to a constant (a, b ≥ 1)."""
-    left = 0.0 if a == 1.0 else (a - 1.0) * math.log(x) if x > 0.0 else -math.inf
-    right = 0.0 if b == 1.0 else (b - 1.0) * math.log1p(-x) if x < 1.0 else -math.inf
-    return left + right
+    """The Beta(a, b) log density at x, up to a constant (a, b >= 1)."""
+    log_x, log_rest = _logs(x)
+    return _term(a, log_x) + _term(b, log_rest)
+
+
+def _logs(x: float) -> tuple[float, float]:
+    """The logs of x and of 1 - x, -inf at the ends."""
+    return (math.log(x) if x > 0.0 else -math.inf, math.log1p(-x) if x < 1.0 else -math.inf)
+
+
+def _term(shape: float, log: float) -> float:
+    return 0.0 if shape == 1.0 else (shape - 1.0) * log
 
 
 def _window(a: float, b: float) -> tuple[float, float, float]:
@@ -301,20 +309,8 @@ def _integrate_segment(
 
 def _densities(shapes: list[tuple[float, float, float]], xs: list[float]) -> list[list[float]]:
     """Each Beta density at each node, relative to its peak (the logs of x and 1 - x taken once)."""
-    logs_x = [math.log(x) if x > 0.0 else -math.inf for x in xs]
-    logs_rest = [math.log1p(-x) if x < 1.0 else -math.inf for x in xs]
-    return [
-        [_exp_or_zero(_term(a, lx) + _term(b, lr) - peak) for lx, lr in zip(logs_x, logs_rest, strict=True)]
-        for a, b, peak in shapes
-    ]
-
-
-def _term(shape: float, log: float) -> float:
-    return 0.0 if shape == 1.0 else (shape - 1.0) * log
-
-
-def _exp_or_zero(log: float) -> float:
-    return math.exp(log) if log > -745.0 else 0.0
+    logs = [_logs(x) for x in xs]
+    return [[math.exp(_term(a, lx) + _term(b, lr) - peak) for lx, lr in logs] for a, b, peak in shapes]
 
 
 def _running_integral(values: list[float], h: float, start: float) -> list[float]:
