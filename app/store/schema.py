@@ -143,7 +143,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE usage ADD COLUMN variant TEXT",
     ),
     # 11: feedback on answers (app/usage/feedback.py): one row per run and owner ('' for no key or no
-    # person), with the run's prompt version and variant; ``thread_key`` deletes it with its thread.
+    # person), its score and opinion (+1, 0, -1), the run's prompt version and variant; ``thread_key``
+    # deletes it with its thread.
     (
         """CREATE TABLE feedback (
             agent TEXT NOT NULL,
@@ -151,7 +152,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             key_id TEXT NOT NULL,
             person TEXT NOT NULL,
             score BIGINT NOT NULL,
-            positive BIGINT NOT NULL,
+            opinion BIGINT NOT NULL,
             comment TEXT,
             tags TEXT NOT NULL,
             thread_key TEXT,

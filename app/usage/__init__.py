@@ -16,11 +16,11 @@ See docs/usage.md.
 from __future__ import annotations
 
 from chatgate.usage.accounts import BudgetExceeded, BudgetScope, PersonBudget, RunAccount, UsageAccounts, person_of
+from chatgate.usage.experiment import DECISION_PROBABILITY, Experiment, VariantTally, compare_variants, opinion
 from chatgate.usage.feedback import (
     Feedback,
     FeedbackTally,
     RunOwner,
-    is_positive,
     valid_scores,
 )
 from chatgate.usage.holds import BUDGET_LUA
@@ -31,9 +31,11 @@ from chatgate.usage.tokens import RunUsage
 
 __all__ = [
     "BUDGET_LUA",
+    "DECISION_PROBABILITY",
     "GROUPS",
     "BudgetExceeded",
     "BudgetScope",
+    "Experiment",
     "Feedback",
     "FeedbackTally",
     "Group",
@@ -44,7 +46,9 @@ __all__ = [
     "RunUsage",
     "UsageAccounts",
     "UsageRecord",
-    "is_positive",
+    "VariantTally",
+    "compare_variants",
+    "opinion",
     "person_of",
     "run_account",
     "side_account",

@@ -23,14 +23,14 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+
+from chatgate.config import FeedbackScale
 
 __all__ = [
     "DECISION_PROBABILITY",
     "INTERVALS",
     "MAX_FEEDBACK",
     "Experiment",
-    "ScoreScale",
     "VariantStanding",
     "VariantTally",
     "compare_variants",
@@ -50,9 +50,6 @@ MAX_FEEDBACK = 10**9
 
 _WINDOW_DROP = 40.0  # a window ends where the density is e^-40 of its peak: the mass left out is below 1e-15
 _TIE = 1e-9  # probabilities closer than this are equal: no leader
-
-ScoreScale = Literal["thumbs", "five_point"]
-"""How a feedback score was given: thumbs (-1 or +1) or a 1-5 rating."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +102,7 @@ class Experiment:
     runs_needed: int | None
 
 
-def opinion(score: int, scale: ScoreScale) -> int:
+def opinion(score: int, scale: FeedbackScale) -> int:
     """+1 for a positive score, -1 for a negative one, 0 for a neutral one.
 
     Thumbs: +1 is positive, -1 negative. On 1-5: 4 and 5 are positive, 1 and 2 negative, 3 is neutral
@@ -115,12 +112,12 @@ def opinion(score: int, scale: ScoreScale) -> int:
         raise ValueError(f"a score is a whole number, not {score!r}")
     if scale == "thumbs" and score in (-1, 1):
         return score
-    if scale == "five_point" and 1 <= score <= 5:
+    if scale == "stars" and 1 <= score <= 5:
         return (score > 3) - (score < 3)
     raise ValueError(f"{score} is not a {scale} score")
 
 
-def tally(runs: int, scores: Iterable[tuple[int, ScoreScale]]) -> VariantTally:
+def tally(runs: int, scores: Iterable[tuple[int, FeedbackScale]]) -> VariantTally:
     """A variant's tally from its runs and each feedback's score and scale."""
     opinions = [opinion(score, scale) for score, scale in scores]
     return VariantTally(runs=runs, positive=opinions.count(1), negative=opinions.count(-1))

@@ -24,7 +24,6 @@ __all__ = [
     "MemoryFeedback",
     "RunOwner",
     "SqlFeedback",
-    "is_positive",
     "valid_scores",
 ]
 
@@ -32,11 +31,6 @@ __all__ = [
 def valid_scores(scale: FeedbackScale) -> tuple[int, ...]:
     """The scores a scale takes."""
     return (-1, 1) if scale == "thumbs" else (1, 2, 3, 4, 5)
-
-
-def is_positive(scale: FeedbackScale, score: int) -> bool:
-    """A positive score: a thumb up, or 4 or 5 stars (3 stars and below count against)."""
-    return score > 0 if scale == "thumbs" else score >= 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +49,7 @@ class Feedback:
 
     run: RunOwner
     score: int
-    positive: bool
+    opinion: int  # +1 positive, -1 negative, 0 neutral (3 stars): experiment.opinion
     comment: str | None = None
     tags: tuple[str, ...] = ()
     thread_key: str | None = None
@@ -67,23 +61,36 @@ class Feedback:
 
 @dataclass(frozen=True, slots=True)
 class FeedbackTally:
-    """Feedback on a set of runs: how many, their scores' sum, how many positive."""
+    """Feedback on a set of runs: how many, their scores' sum, how many positive and negative."""
 
     count: int = 0
     score_sum: int = 0
     positive: int = 0
+    negative: int = 0
 
     def __add__(self, other: FeedbackTally) -> FeedbackTally:
-        return FeedbackTally(self.count + other.count, self.score_sum + other.score_sum, self.positive + other.positive)
+        return FeedbackTally(
+            self.count + other.count,
+            self.score_sum + other.score_sum,
+            self.positive + other.positive,
+            self.negative + other.negative,
+        )
+
+    @classmethod
+    def of(cls, feedback: Feedback) -> FeedbackTally:
+        """One feedback's tally."""
+        return cls(1, feedback.score, int(feedback.opinion > 0), int(feedback.opinion < 0))
 
     def figures(self) -> dict[str, float | int | None]:
-        """``feedback``, ``mean_score`` and ``positive_share`` (the last two None with no feedback)."""
+        """``feedback``, ``positive``, ``negative``, ``mean_score``, ``positive_share`` (of positive and negative)."""
         if not self.count:
-            return {"feedback": 0, "mean_score": None, "positive_share": None}
+            return {"feedback": 0, "positive": 0, "negative": 0, "mean_score": None, "positive_share": None}
         return {
             "feedback": self.count,
+            "positive": self.positive,
+            "negative": self.negative,
             "mean_score": round(self.score_sum / self.count, 4),
-            "positive_share": round(self.positive / self.count, 4),
+            "positive_share": round(self.positive / judged, 4) if (judged := self.positive + self.negative) else None,
         }
 
 
@@ -118,7 +125,7 @@ class MemoryFeedback:
     def tally(self, run: RunOwner) -> FeedbackTally:
         """The feedback on one run, at once (the in-memory ledger's summary)."""
         kept = self._kept.get(run)
-        return FeedbackTally(1, kept.score, int(kept.positive)) if kept is not None else FeedbackTally()
+        return FeedbackTally.of(kept) if kept is not None else FeedbackTally()
 
 
 class SqlFeedback:
@@ -131,16 +138,16 @@ class SqlFeedback:
         """Insert, or update the owner's row: one statement, so two at once leave one row."""
         run, now = feedback.run, time.time()
         values = (
-            run.agent, run.run_id, run.key_id or "", run.person or "", feedback.score, int(feedback.positive),
+            run.agent, run.run_id, run.key_id or "", run.person or "", feedback.score, feedback.opinion,
             feedback.comment, json.dumps(list(feedback.tags)), feedback.thread_key, feedback.message_id,
             feedback.prompt_version, feedback.variant, now,
         )  # fmt: skip
         sql = (
-            "INSERT INTO feedback (agent, run_id, key_id, person, score, positive, comment, tags, thread_key,"
+            "INSERT INTO feedback (agent, run_id, key_id, person, score, opinion, comment, tags, thread_key,"
             " message_id, prompt_version, variant, created_at, updated_at)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)"
             " ON CONFLICT (agent, run_id, key_id, person) DO UPDATE SET score = excluded.score,"
-            " positive = excluded.positive, comment = excluded.comment, tags = excluded.tags,"
+            " opinion = excluded.opinion, comment = excluded.comment, tags = excluded.tags,"
             " updated_at = excluded.updated_at"
             " RETURNING created_at"
         )

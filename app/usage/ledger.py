@@ -282,7 +282,9 @@ class SqlUsageLedger:
             f"SELECT {', '.join([*columns, 'COUNT(*) AS runs', 'SUM(u.calls) AS model_calls'])},"
             f" SUM(u.unreported_calls) AS unreported_calls, {', '.join(sums)},"
             " SUM(CASE WHEN u.cost_usd IS NULL THEN 1 ELSE 0 END) AS unpriced_runs,"
-            " COUNT(f.score) AS feedback, SUM(f.score) AS score_sum, SUM(f.positive) AS positive"
+            " COUNT(f.score) AS feedback, SUM(f.score) AS score_sum,"
+            " SUM(CASE WHEN f.opinion > 0 THEN 1 ELSE 0 END) AS positive,"
+            " SUM(CASE WHEN f.opinion < 0 THEN 1 ELSE 0 END) AS negative"
             f" FROM usage u {_FEEDBACK_JOIN} WHERE {' AND '.join(where)}"
         )
         if group_by:
@@ -298,7 +300,7 @@ class SqlUsageLedger:
             for name in ("runs", "model_calls", "unreported_calls", "unpriced_runs", *_SUMS[:-1]):
                 out[name] = None if row[name] is None else int(row[name])
             out["cost_usd"] = None if row["cost_usd"] is None else float(row["cost_usd"])
-            tally = FeedbackTally(int(row["feedback"]), int(row["score_sum"] or 0), int(row["positive"] or 0))
+            tally = FeedbackTally(*(int(row[name] or 0) for name in ("feedback", "score_sum", "positive", "negative")))
             result.append(_row_order(out) | tally.figures())
         return result
 

@@ -28,7 +28,7 @@ from chatgate.errors import RequestError, invalid_request
 from chatgate.history import AssistantMessage
 from chatgate.ids import StorableText, id_problem
 from chatgate.run import Agent
-from chatgate.usage import Feedback, RunOwner, is_positive, person_of, valid_scores
+from chatgate.usage import Feedback, RunOwner, opinion, person_of, valid_scores
 from chatgate.web.openapi import OPERATIONS, Operation
 from chatgate.web.services import running_of
 from chatgate.web.thread_changes import json_object
@@ -135,7 +135,7 @@ async def _give(
     feedback = Feedback(
         owner,
         body.score,
-        is_positive(agent.config.feedback_scale, body.score),
+        opinion(body.score, agent.config.feedback_scale),
         body.comment,
         tuple(body.tags),
         thread_key,

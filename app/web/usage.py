@@ -1,7 +1,7 @@
 """``GET /usage`` (admin: everyone's, grouped), ``GET /usage/me`` (the caller's own), prompt versions.
 
-``GET /agents/{agent}/prompts`` (admin) lists the prompt versions an agent's runs answered under
-(docs/prompts.md).
+``GET /agents/{agent}/prompts`` (admin) lists the prompt versions an agent's runs answered under;
+``GET /agents/{agent}/experiment`` (admin) compares its variants by their feedback (docs/prompts.md).
 
 Query: ``since`` and ``until`` (ISO 8601 dates or times, UTC when no offset; default: this calendar
 month so far), ``group_by`` (comma-separated of person, key, agent, model, day, prompt_version, variant;
@@ -10,6 +10,7 @@ default: agent, model).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 
 from chatgate.caller import caller_of
 from chatgate.errors import RequestError
-from chatgate.usage import GROUPS, Group, person_of
+from chatgate.usage import DECISION_PROBABILITY, GROUPS, Group, VariantTally, compare_variants, person_of
 from chatgate.web.openapi import OPERATIONS, Operation
 from chatgate.web.services import running_of
 
@@ -36,12 +37,19 @@ OPERATIONS[("GET", "/agents/{agent}/prompts")] = Operation(
 )
 
 
+OPERATIONS[("GET", "/agents/{agent}/experiment")] = Operation(
+    "An agent's variants compared by their feedback: each one's probability of being the best (admin keys only);"
+    " query since, until"
+)
+
+
 def usage_routes() -> list[BaseRoute]:
     """The usage routes."""
     return [
         Route("/usage", _all_usage, methods=["GET"]),
         Route("/usage/me", _my_usage, methods=["GET"]),
         Route("/agents/{agent}/prompts", _prompt_versions, methods=["GET"]),
+        Route("/agents/{agent}/experiment", _experiment, methods=["GET"]),
     ]
 
 
@@ -71,12 +79,18 @@ def _groups(request: Request) -> tuple[Group, ...]:
     return tuple(dict.fromkeys(names))  # type: ignore[arg-type]
 
 
-async def _summary(request: Request, **only: str | None) -> Response:
+def _window(request: Request, since: datetime | None = None) -> tuple[datetime, datetime]:
+    """``since`` and ``until`` of the query; by default this calendar month (or from ``since``) until now."""
     now = datetime.now(UTC)
-    since = _time(request, "since", datetime(now.year, now.month, 1, tzinfo=UTC))
+    since = _time(request, "since", since or datetime(now.year, now.month, 1, tzinfo=UTC))
     until = _time(request, "until", now)
     if until <= since:
         raise _bad("until", "must be after since")
+    return since, until
+
+
+async def _summary(request: Request, **only: str | None) -> Response:
+    since, until = _window(request)
     group_by = _groups(request)
     accounts = running_of(request).usage
     rows = await accounts.ledger.summary(group_by, since.timestamp(), until.timestamp(), **only)
@@ -113,3 +127,47 @@ async def _prompt_versions(request: Request) -> Response:
         raise RequestError(404, "unknown_agent", f"no agent named {agent[:100]!r}")
     versions = await running.usage.ledger.prompt_versions(agent)
     return JSONResponse({"agent": agent, "versions": versions})
+
+
+async def _experiment(request: Request) -> Response:
+    """The agent's configured variants, by the feedback on their runs (all time unless the query says)."""
+    if not caller_of(request).admin:
+        raise RequestError(403, "forbidden", "only admin keys may read an agent's experiment")
+    running = running_of(request)
+    name = request.path_params["agent"]
+    agent = running.agents.get(name)
+    if agent is None:
+        raise RequestError(404, "unknown_agent", f"no agent named {name[:100]!r}")
+    variants = agent.config.variants
+    if not variants:
+        raise RequestError(404, "no_variants", f"agent {name!r} has no variants to compare")
+    since, until = _window(request, datetime.fromtimestamp(0, UTC))
+    rows = await running.usage.ledger.summary(("agent", "variant"), since.timestamp(), until.timestamp())
+    found = {row["variant"]: row for row in rows if row["agent"] == name and row["variant"] in variants}
+    tallies = {
+        label: VariantTally(found[label]["runs"], found[label]["positive"], found[label]["negative"])
+        if label in found
+        else VariantTally(0, 0, 0)
+        for label in variants
+    }
+    experiment = compare_variants(tallies)
+    standings = [
+        {**asdict(standing), "weight": variants[standing.label].weight} | _counts(tallies[standing.label])
+        for standing in experiment.variants
+    ]
+    body = {
+        "agent": name,
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "decision_probability": DECISION_PROBABILITY,
+        "variants": standings,
+        "leader": experiment.leader,
+        "decided": experiment.decided,
+        "feedback_needed": experiment.feedback_needed,
+        "runs_needed": experiment.runs_needed,
+    }
+    return JSONResponse(body)
+
+
+def _counts(tally: VariantTally) -> dict[str, int]:
+    return {"positive": tally.positive, "negative": tally.negative}

@@ -6,7 +6,10 @@ reads what the page shows, and saves its last step as tests/artifacts/page-<test
 
 from __future__ import annotations
 
+import asyncio
 import re
+import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -643,3 +646,46 @@ async def test_another_owners_thread_in_the_url_is_not_shown_and_says_why(
     await expect(page.get_by_test_id("message")).to_have_count(0)
     await expect(page.get_by_text("alice's secret")).to_have_count(0)
     assert "thread=" not in page.url
+
+
+def _wait_for_usage_row(database: Path) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with sqlite3.connect(database) as connection:
+            if connection.execute("SELECT COUNT(*) FROM usage").fetchone()[0]:
+                return
+        time.sleep(0.05)
+    raise AssertionError("the answer's usage row was never written")
+
+
+def _feedback_rows(database: Path) -> list[tuple[str, int, str | None]]:
+    with sqlite3.connect(database) as connection:
+        return list(connection.execute("SELECT agent, score, thread_key FROM feedback ORDER BY agent"))
+
+
+@pytest.mark.parametrize("agent", ["shop", "kept"])
+async def test_thumbs_on_an_answer_are_kept_changed_and_withdrawn(
+    page: Page, serve: Serve, tmp_path: Path, agent: str
+) -> None:
+    database = tmp_path / "threads.db"
+    echo = {"model": "builtin:echo", "system_prompt": "House prompt."}
+    agents = {"shop": {**echo, "default": True}, "kept": {**echo, "conversations": "server", "titles": False}}
+    await open_page(page, serve(make_config(agents, store={"url": f"sqlite:///{database}"})), f"#agent={agent}")
+    await send(page, "rate me")
+    answer = assistants(page).nth(0)
+    await expect(answer).to_contain_text("Last user message: rate me")
+    await wait_status(page, "ready")
+    await asyncio.to_thread(_wait_for_usage_row, database)  # written just after the answer: a person is slower
+    up, down = answer.get_by_role("button", name="Good answer"), answer.get_by_role("button", name="Bad answer")
+    await up.click()
+    await expect(up).to_have_attribute("aria-pressed", "true")
+    rows = await asyncio.to_thread(_feedback_rows, database)
+    assert [(row[0], row[1], row[2] is not None) for row in rows] == [(agent, 1, agent == "kept")]
+    await down.click()  # changes it
+    await expect(down).to_have_attribute("aria-pressed", "true")
+    await expect(up).to_have_attribute("aria-pressed", "false")
+    assert [row[1] for row in await asyncio.to_thread(_feedback_rows, database)] == [-1]
+    await down.click()  # the pressed thumb again: withdrawn
+    await expect(down).to_have_attribute("aria-pressed", "false")
+    assert await asyncio.to_thread(_feedback_rows, database) == []
+    await expect(page.get_by_test_id("error")).to_be_hidden()

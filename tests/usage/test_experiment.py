@@ -175,14 +175,14 @@ def test_a_lone_variant_has_no_leader() -> None:
     assert (experiment.leader, experiment.decided, experiment.feedback_needed) == (None, False, None)
 
 
-def test_thumbs_and_five_point_scores() -> None:
+def test_thumbs_and_stars_scores() -> None:
     assert [opinion(score, "thumbs") for score in (1, -1)] == [1, -1]
-    assert [opinion(score, "five_point") for score in (1, 2, 3, 4, 5)] == [-1, -1, 0, 1, 1]
-    scores = [(1, "thumbs"), (-1, "thumbs"), (5, "five_point"), (3, "five_point"), (2, "five_point")]
+    assert [opinion(score, "stars") for score in (1, 2, 3, 4, 5)] == [-1, -1, 0, 1, 1]
+    scores = [(1, "thumbs"), (-1, "thumbs"), (5, "stars"), (3, "stars"), (2, "stars")]
     assert tally(9, scores) == VariantTally(runs=9, positive=2, negative=2)
 
 
-@pytest.mark.parametrize(("score", "scale"), [(0, "thumbs"), (2, "thumbs"), (0, "five_point"), (6, "five_point")])
+@pytest.mark.parametrize(("score", "scale"), [(0, "thumbs"), (2, "thumbs"), (0, "stars"), (6, "stars")])
 def test_a_score_off_its_scale_is_refused(score: int, scale: str) -> None:
     with pytest.raises(ValueError, match="score"):
         opinion(score, scale)  # type: ignore[arg-type]

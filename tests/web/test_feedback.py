@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from chatgate.config import Config
+from chatgate.usage import VariantTally, compare_variants
 from tests.conftest import make_config
 from tests.providers.fakes import fake_in_thread
 from tests.providers.support import provider_table
@@ -37,6 +38,7 @@ def _config(upstream: str, store: str, **extra: Any) -> Config:
         "bot": common,
         "kept": {**common, "conversations": "server", "titles": False},
         "stars": {**common, "feedback_scale": "stars"},
+        "plain": {"model": "up:model-x"},
     }
     return make_config(
         agents, providers={"up": provider_table("openai", upstream)}, keys=keys(), pricing=PRICING, store={"url": store}
@@ -64,7 +66,7 @@ def _ask(client: httpx.Client, url: str, agent: str, thread: str, who: tuple[str
 
 async def _rows(store: str, sql: str = "") -> list[dict[str, Any]]:
     sql = (
-        sql or "SELECT agent, run_id, key_id, person, score, positive, comment, tags, thread_key, variant FROM feedback"
+        sql or "SELECT agent, run_id, key_id, person, score, opinion, comment, tags, thread_key, variant FROM feedback"
     )
     if store.startswith("sqlite:///"):
         with sqlite3.connect(store.removeprefix("sqlite:///")) as connection:
@@ -103,8 +105,8 @@ async def test_a_stateless_answer_is_scored_by_its_owner_alone_and_counted_in_us
     ]
     assert [(r.status_code, r.json()["error"]["code"]) for r in refused] == [(404, "unknown_answer")] * 6
     rows = await _rows(store_url)
-    assert [(r["person"], r["score"], r["positive"], r["comment"], r["variant"]) for r in rows] == [
-        ("alice", -1, 0, "wrong", run["variant"])
+    assert [(r["person"], r["score"], r["opinion"], r["comment"], r["variant"]) for r in rows] == [
+        ("alice", -1, -1, "wrong", run["variant"])
     ]
     usage = client.get(f"{url}/usage", params={"group_by": "variant"}, headers=headers("admin")).json()["rows"]
     assert [(r["variant"], r["feedback"], r["mean_score"], r["positive_share"]) for r in usage] == [
@@ -171,3 +173,45 @@ def test_a_bad_body_is_a_422_naming_its_field(
     response = client.post(f"{url}/agents/{agent}/runs/{run['runId']}/feedback", json=body, headers=headers(*ALICE))
     assert response.status_code == 422, response.text
     assert [d["field"] for d in response.json()["error"]["details"]][:1] == [field]
+
+
+async def test_the_experiment_compares_the_variants_as_a_recomputation_from_the_tables_does(
+    serve: Serve, store_url: str, client: httpx.Client
+) -> None:
+    with fake_in_thread(answer()) as fake:
+        url = serve(_config(fake.url, store_url))
+        runs = [_ask(client, url, "bot", "c", ("k1", f"p{i}")) | {"person": f"p{i}"} for i in range(40)]
+        wait_for_runs(url, len(runs))
+    for i, run in enumerate(runs):  # variant a's answers are liked 3 times in 4, b's once in 4; some say nothing
+        liked = i % 4 != 0 if run["variant"] == "a" else i % 4 == 0
+        if i % 5:
+            feedback = f"{url}/agents/bot/runs/{run['runId']}/feedback"
+            response = client.post(feedback, json={"score": 1 if liked else -1}, headers=headers("k1", run["person"]))
+            assert response.status_code == 201, response.text
+    body = client.get(f"{url}/agents/bot/experiment", headers=headers("admin")).json()
+    # The same figures from the tables themselves.
+    usage = await _rows(store_url, "SELECT run_id, variant FROM usage WHERE agent = 'bot'")
+    scores = {row["run_id"]: row["score"] for row in await _rows(store_url)}
+    tallies = {
+        label: VariantTally(
+            sum(1 for row in usage if row["variant"] == label),
+            sum(1 for row in usage if row["variant"] == label and scores.get(row["run_id"]) == 1),
+            sum(1 for row in usage if row["variant"] == label and scores.get(row["run_id"]) == -1),
+        )
+        for label in VARIANTS
+    }
+    expected = compare_variants(tallies)
+    assert [(v["label"], v["runs"], v["positive"], v["negative"]) for v in body["variants"]] == [
+        (label, t.runs, t.positive, t.negative) for label, t in sorted(tallies.items())
+    ]
+    assert [v["probability_best"] for v in body["variants"]] == [s.probability_best for s in expected.variants]
+    assert (body["leader"], body["decided"], body["feedback_needed"]) == (
+        expected.leader,
+        expected.decided,
+        expected.feedback_needed,
+    )
+    assert body["leader"] == "a" and [v["weight"] for v in body["variants"]] == [1, 1]
+    refused = client.get(f"{url}/agents/bot/experiment", headers=headers("k1"))
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "forbidden")
+    none = client.get(f"{url}/agents/plain/experiment", headers=headers("admin"))
+    assert (none.status_code, none.json()["error"]["code"]) == (404, "no_variants")

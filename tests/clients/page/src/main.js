@@ -451,7 +451,56 @@ function messageElement(message, busy) {
   }
   const usage = message.role === "assistant" ? usageLine(message.metadata) : null;
   if (usage) element.append(h("p", { class: "usage", "data-testid": "usage" }, [usage]));
+  if (message.role === "assistant" && !(busy && message === page.chat?.lastMessage)) {
+    element.append(feedbackActions(message));
+  }
   return element;
+}
+
+// ---- feedback: a thumb up or down on each answer (docs/prompts.md#feedback) ------------------------
+
+const THUMBS = [
+  { score: 1, testid: "thumb-up", label: "Good answer", glyph: "\u{1F44D}" },
+  { score: -1, testid: "thumb-down", label: "Bad answer", glyph: "\u{1F44E}" },
+];
+const given = new Map(); // message id -> the score this person gave it in this page, or absent
+
+// A stored thread's answer is named by the thread and its id; a stateless one by its run's id, which
+// chatgate sends in the answer's metadata.
+function feedbackPath(message) {
+  const tail = "/feedback";
+  if (page.serverThreads) return threadPath(page.chat.id, `/messages/${encodeURIComponent(message.id)}${tail}`);
+  const run = message.metadata?.runId ?? message.id;
+  return `agents/${encodeURIComponent(page.agent.name)}/runs/${encodeURIComponent(run)}${tail}`;
+}
+
+function feedbackActions(message) {
+  const box = h("div", { class: "feedback", "data-testid": "feedback" });
+  const buttons = THUMBS.map(({ score, testid, label, glyph }) => {
+    const pressed = given.get(message.id) === score;
+    const button = h("button", { type: "button", class: "thumb", "data-testid": testid, "aria-label": label }, [glyph]);
+    button.setAttribute("aria-pressed", String(pressed));
+    button.addEventListener("click", () => giveFeedback(message, score, buttons));
+    return button;
+  });
+  box.append(...buttons);
+  return box;
+}
+
+/** Give ``score`` to ``message``; the thumb already pressed withdraws it. The buttons show the outcome. */
+async function giveFeedback(message, score, buttons) {
+  const withdraw = given.get(message.id) === score;
+  const init = withdraw
+    ? { method: "DELETE" }
+    : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ score }) };
+  const response = await api(feedbackPath(message), init).catch(() => null);
+  if (!response?.ok) {
+    showPageError(response ? `Your feedback was not saved: ${await readError(response)}` : "Your feedback was not saved.");
+    return;
+  }
+  if (withdraw) given.delete(message.id);
+  else given.set(message.id, score);
+  buttons.forEach((button, index) => button.setAttribute("aria-pressed", String(given.get(message.id) === THUMBS[index].score)));
 }
 
 // What the turn used, from chatgate's `finish.messageMetadata` ({usage, model, provider, costUsd?},
