@@ -91,7 +91,7 @@ async def run_agent(
     prompt = agent.prompt_facts
     ending = RunEnding(agent.name, run_input.run_id, calls.tally, account, trace, prompt)
     if account is not None:
-        account.prompt_version, account.variant = prompt.version, prompt.variant
+        account.noted(prompt.version, prompt.variant, trace.ids if trace is not None else None)
     if trace is not None:
         trace.prompt_used(prompt.version, prompt.hash, prompt.variant)
     streamed = False  # some model call sent something: a break-off then leaves a partial answer

@@ -144,7 +144,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 11: feedback on answers (app/usage/feedback.py): one row per run and owner ('' for no key or no
     # person), its score and opinion (+1, 0, -1), the run's prompt version and variant; ``thread_key``
-    # deletes it with its thread.
+    # deletes it with its thread. A traced run's usage row keeps its span's ids, for its feedback's span.
     (
         """CREATE TABLE feedback (
             agent TEXT NOT NULL,
@@ -164,5 +164,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (agent, run_id, key_id, person)
         )""",
         "CREATE INDEX feedback_by_thread ON feedback (thread_key)",
+        "ALTER TABLE usage ADD COLUMN trace_id TEXT",
+        "ALTER TABLE usage ADD COLUMN span_id TEXT",
     ),
 )

@@ -13,6 +13,7 @@ A package of its own, beside ``telemetry/`` (meters and logs): spans describe a 
 agent, so tracing sits above the providers, while meters and logs sit below everything.
 """
 
+from chatgate.tracing.feedback import trace_feedback
 from chatgate.tracing.run_trace import SEMCONV_VERSION, ModelCallTrace, RunTrace, ToolTrace
 from chatgate.tracing.setup import Telemetry, start_telemetry
 
@@ -23,4 +24,5 @@ __all__ = [
     "Telemetry",
     "ToolTrace",
     "start_telemetry",
+    "trace_feedback",
 ]

@@ -87,6 +87,14 @@ class SpanRecorder:
         )
         return RecordedSpan(self, name, child, context, kind, parent.recording)
 
+    def start_under(self, name: str, trace_id: int, span_id: int) -> RecordedSpan:
+        """A span under a span of an earlier request (a run's ``invoke_agent``, named by its ids), recorded."""
+        parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+        child = SpanContext(
+            trace_id, self._ids.generate_span_id(), is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+        )
+        return RecordedSpan(self, name, child, parent, SpanKind.INTERNAL, True)
+
     def finish(self, span: RecordedSpan, end_time: int) -> None:
         """Hand ``span``, ended at ``end_time``, to the span processor as the SDK's ``ReadableSpan``."""
         attributes: Any = span.attributes

@@ -152,6 +152,13 @@ class RunTrace:
         if request_trace is not None:  # the request's log lines carry the trace id from now on
             request_trace.trace_id = self.trace_id
 
+    @property
+    def ids(self) -> tuple[str, str] | None:
+        """The run span's trace and span ids (hex), when it is recorded: what its feedback goes under."""
+        if not self._recording:
+            return None
+        return self.trace_id, format(self.span.context.span_id, "016x")
+
     def started(self, run_input: RunInput, request: ModelRequest, stripped: int) -> None:
         """The run's input is known: its thread, run id, the policy's stripped count, its messages if captured."""
         if not self._recording:

@@ -206,6 +206,7 @@ class RunAccount:
         self.usage = RunUsage()
         self.prompt_version: str | None = None  # set by the runner: the prompt the run answered under
         self.variant: str | None = None
+        self.trace_ids: tuple[str, str] | None = None  # set by the runner: the run's span, when traced
         self._cost: float | None = None
         self._pending = RunUsage()  # calls not yet added to the spend counters
         self._hold = ""  # the reservation in flight (holds.py), settled by the next step
@@ -350,6 +351,10 @@ class RunAccount:
         if not self._closed:
             in_background(self.close())
 
+    def noted(self, prompt_version: str | None, variant: str | None, trace_ids: tuple[str, str] | None) -> None:
+        """What the run's row names besides its usage: its prompt version and variant, its span (if traced)."""
+        self.prompt_version, self.variant, self.trace_ids = prompt_version, variant, trace_ids
+
     def _usage_record(self) -> UsageRecord:
         usage = self.usage
         return UsageRecord(
@@ -369,6 +374,8 @@ class RunAccount:
             cost_usd=self._cost,
             prompt_version=self.prompt_version,
             variant=self.variant,
+            trace_id=self.trace_ids[0] if self.trace_ids else None,
+            span_id=self.trace_ids[1] if self.trace_ids else None,
         )
 
     async def _record(self) -> None:

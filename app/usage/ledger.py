@@ -88,6 +88,8 @@ class UsageRecord:
     cost_usd: float | None
     prompt_version: str | None = None
     variant: str | None = None
+    trace_id: str | None = None  # the run's invoke_agent span, when traced: its feedback goes under it
+    span_id: str | None = None
 
 
 _RECORD_FIELDS = tuple(UsageRecord.__dataclass_fields__)

@@ -28,9 +28,10 @@ from chatgate.errors import RequestError, invalid_request
 from chatgate.history import AssistantMessage
 from chatgate.ids import StorableText, id_problem
 from chatgate.run import Agent
+from chatgate.tracing import trace_feedback
 from chatgate.usage import Feedback, RunOwner, opinion, person_of, valid_scores
 from chatgate.web.openapi import OPERATIONS, Operation
-from chatgate.web.services import running_of
+from chatgate.web.services import running_of, services_of
 from chatgate.web.thread_changes import json_object
 from chatgate.web.thread_paths import caller_thread, path_thread_id, thread_context
 
@@ -144,7 +145,25 @@ async def _give(
         run.variant if run is not None else None,
     )
     first = await usage.feedback.give(feedback)
+    telemetry = services_of(request.app).telemetry
+    if telemetry is not None and run is not None and run.trace_id and run.span_id:
+        trace_feedback(telemetry, run.trace_id, run.span_id, _span_attributes(agent, feedback))
     return JSONResponse(_described(feedback), status_code=201 if first else 200)
+
+
+def _span_attributes(agent: Agent, feedback: Feedback) -> dict[str, Any]:
+    """What the trace gets: the score and whose run, never the comment or tags (the person's data)."""
+    attributes: dict[str, Any] = {
+        "gen_ai.agent.name": agent.name,
+        "chatgate.run.id": feedback.run.run_id,
+        "chatgate.feedback.score": feedback.score,
+        "chatgate.feedback.opinion": feedback.opinion,
+        "chatgate.feedback.scale": agent.config.feedback_scale,
+    }
+    for key, value in (("version", feedback.prompt_version), ("variant", feedback.variant)):
+        if value is not None:
+            attributes[f"chatgate.prompt.{key}"] = value
+    return attributes
 
 
 def _described(feedback: Feedback) -> dict[str, Any]:

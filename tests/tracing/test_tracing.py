@@ -539,3 +539,27 @@ def test_sampling_service_name_headers_the_caller_and_redacted_content_reach_the
     ]
     exported = json.dumps([span.attributes for span in spans])
     assert "hunter2" not in exported and "s3cr3t" not in exported and pixel not in exported
+
+
+def test_feedback_on_an_answer_is_a_span_in_its_runs_trace_without_the_comment(serve: Serve, phoenix: Phoenix) -> None:
+    agent = {"model": "builtin:echo", "default": True, "system_prompt": "Plain.", "version": "plain-1"}
+    url = serve(traced(phoenix, {"bot": agent}))
+    trace_id, _, headers = traceparent()
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    response = httpx.post(f"{url}/api/chat", json={"id": "c", "messages": [message]}, headers=headers)
+    finish = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")][-1]
+    feedback = f"{url}/agents/bot/runs/{finish['messageMetadata']['runId']}/feedback"
+    body = {"score": -1, "comment": SECRET_TEXT, "tags": [SECRET_TEXT[:20]]}
+    deadline = time.monotonic() + 15  # the run's usage row, which names its span, is written just after it
+    while (given := httpx.post(feedback, json=body)).status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert given.status_code == 201, given.text
+
+    spans = phoenix.spans(trace_id, 3)
+    run, scored = one(spans, "invoke_agent bot"), one(spans, "feedback")
+    assert scored.parent_id == run.span_id
+    assert scored.attributes["chatgate.feedback.score"] == -1
+    assert scored.attributes["chatgate.feedback.opinion"] == -1
+    assert scored.attributes["chatgate.prompt.version"] == "plain-1"
+    assert [event["name"] for event in scored.events] == ["chatgate.feedback"]
+    assert SECRET_TEXT[:20] not in json.dumps([(span.attributes, span.events) for span in spans])
