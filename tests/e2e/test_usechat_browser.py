@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -254,3 +256,40 @@ async def test_a_model_failing_mid_answer(page: Page, serve: Serve, usechat_dist
             await expect(answers).to_have_text(["Hal"])
             assert live.requests == []
     await expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_count(1)
+
+
+@ALL_MAJORS
+async def test_a_thumb_on_an_answer_is_kept_and_withdrawn(
+    page: Page, serve: Serve, usechat_dist: Path, major: int, tmp_path: Path
+) -> None:
+    database = tmp_path / "usage.db"
+    agent = {"model": "builtin:echo", "vercel_ai_version": f"v{major}"}
+    url = serve(make_config({"shop": agent}, store={"url": f"sqlite:///{database}"}))
+    await open_usechat(page, usechat_dist, url, "shop", major)
+    await send(page, "rate me")
+    await wait_ready(page)
+    await asyncio.to_thread(_wait_for_row, database, "usage")  # written just after the answer: a person is slower
+    answer = page.locator("[data-testid=message][data-role=assistant]")
+    up = answer.get_by_test_id("thumb-up")
+    await up.click()
+    await expect(up).to_have_attribute("aria-pressed", "true")
+    assert await asyncio.to_thread(_scores, database) == [1]
+    await up.click()
+    await expect(up).to_have_attribute("aria-pressed", "false")
+    assert await asyncio.to_thread(_scores, database) == []
+    await expect(page.get_by_test_id("feedback-error")).to_have_count(0)
+
+
+def _wait_for_row(database: Path, table: str) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with sqlite3.connect(database) as connection:
+            if connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no row in {table}")
+
+
+def _scores(database: Path) -> list[int]:
+    with sqlite3.connect(database) as connection:
+        return [row[0] for row in connection.execute("SELECT score FROM feedback")]

@@ -128,6 +128,44 @@ function Usage({ metadata }) {
   );
 }
 
+// Feedback (docs/prompts.md#feedback): a thumb up or down on an answer, by its run id (chatgate's
+// `messageMetadata.runId`) or, on a stored thread, by the answer's id; the pressed thumb again withdraws it.
+function Thumbs({ message }) {
+  const [given, setGiven] = useState(null);
+  const [failed, setFailed] = useState(null);
+  const path = thread
+    ? `${agentUrl}/threads/${encodeURIComponent(thread)}/messages/${encodeURIComponent(message.id)}/feedback`
+    : `${agentUrl}/runs/${encodeURIComponent(message.metadata?.runId ?? message.id)}/feedback`;
+  const give = async (score) => {
+    const withdraw = given === score;
+    const init = withdraw
+      ? { method: "DELETE", headers: await headers() }
+      : {
+          method: "POST",
+          headers: { ...(await headers()), "content-type": "application/json" },
+          body: JSON.stringify({ score }),
+        };
+    const response = await fetch(path, init);
+    if (!response.ok) {
+      setFailed(`${response.status} ${await response.text()}`);
+      return;
+    }
+    setFailed(null);
+    setGiven(withdraw ? null : score);
+  };
+  return (
+    <span data-testid="feedback">
+      <button data-testid="thumb-up" aria-pressed={given === 1} onClick={() => give(1)}>
+        Good
+      </button>
+      <button data-testid="thumb-down" aria-pressed={given === -1} onClick={() => give(-1)}>
+        Bad
+      </button>
+      {failed && <small data-testid="feedback-error">{failed}</small>}
+    </span>
+  );
+}
+
 function App({ initialMessages }) {
   const chat = useChat({
     ...(thread ? { id: thread, resume: true } : {}),
@@ -153,6 +191,7 @@ function App({ initialMessages }) {
               <Part key={index} part={part} chat={chat} />
             ))}
             {message.role === "assistant" && <Usage metadata={message.metadata} />}
+            {message.role === "assistant" && !busy && <Thumbs message={message} />}
           </li>
         ))}
       </ol>
