@@ -215,3 +215,18 @@ async def test_the_experiment_compares_the_variants_as_a_recomputation_from_the_
     assert (refused.status_code, refused.json()["error"]["code"]) == (403, "forbidden")
     none = client.get(f"{url}/agents/plain/experiment", headers=headers("admin"))
     assert (none.status_code, none.json()["error"]["code"]) == (404, "no_variants")
+
+
+def test_an_ag_ui_answer_is_scored_by_the_run_id_its_client_sent(
+    serve: Serve, tmp_path: Any, client: httpx.Client
+) -> None:
+    with fake_in_thread(answer()) as fake:
+        url = serve(_config(fake.url, f"sqlite:///{tmp_path}/s.db"))
+        body = {"threadId": "t", "runId": "agui-run-1", "messages": [{"id": "u", "role": "user", "content": "hi"}]}
+        events = client.post(f"{url}/agents/bot/ag-ui", json=body, headers=headers(*ALICE))
+        assert '"RUN_FINISHED"' in events.text
+        wait_for_runs(url, 1)
+    given = client.post(f"{url}/agents/bot/runs/agui-run-1/feedback", json={"score": 1}, headers=headers(*ALICE))
+    assert given.status_code == 201, given.text
+    other = client.post(f"{url}/agents/bot/runs/agui-run-1/feedback", json={"score": 1}, headers=headers("k2"))
+    assert other.status_code == 404
