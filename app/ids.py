@@ -25,6 +25,7 @@ __all__ = [
     "ClientId",
     "ClientThreadId",
     "StorableText",
+    "check_id",
     "check_thread_id",
     "id_problem",
     "new_id",
@@ -78,7 +79,15 @@ def text_problem(value: str) -> str | None:
 
 def check_thread_id(field: str, value: str) -> str:
     """``value`` when it is a valid thread id; otherwise a 422 naming ``field``."""
-    problem = thread_id_problem(value)
+    return _checked(field, value, thread_id_problem(value))
+
+
+def check_id(field: str, value: str) -> str:
+    """``value`` when it is a valid client id (a path's run or message id); otherwise a 422 naming ``field``."""
+    return _checked(field, value, id_problem(value))
+
+
+def _checked(field: str, value: str, problem: str | None) -> str:
     if problem is None:
         return value
     raise RequestError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from chatgate.config import FeedbackScale
@@ -56,7 +56,6 @@ class Feedback:
     message_id: str | None = None
     prompt_version: str | None = None
     variant: str | None = None
-    at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +114,7 @@ class MemoryFeedback:
     async def give(self, feedback: Feedback) -> bool:
         """Keep it; True if the run had none from its owner."""
         first = feedback.run not in self._kept
-        self._kept[feedback.run] = replace(feedback, at=time.time())
+        self._kept[feedback.run] = feedback
         return first
 
     async def withdraw(self, run: RunOwner) -> bool:

@@ -26,10 +26,10 @@ from chatgate.access import resolve_agent
 from chatgate.caller import Caller, caller_of
 from chatgate.errors import RequestError, invalid_request
 from chatgate.history import AssistantMessage
-from chatgate.ids import StorableText, id_problem
+from chatgate.ids import StorableText, check_id
 from chatgate.run import Agent
 from chatgate.tracing import trace_feedback
-from chatgate.usage import Feedback, RunOwner, opinion, person_of, valid_scores
+from chatgate.usage import Feedback, RunOwner, UsageRecord, opinion, person_of, valid_scores
 from chatgate.web.openapi import OPERATIONS, Operation
 from chatgate.web.services import running_of, services_of
 from chatgate.web.thread_changes import json_object
@@ -78,34 +78,27 @@ def _unknown_answer(answer_id: str) -> RequestError:
     return RequestError(404, "unknown_answer", f"no answer {answer_id[:100]!r} of yours here")
 
 
-def _path_id(request: Request, name: str) -> str:
-    value: str = request.path_params[name]
-    problem = id_problem(value)
-    if problem is not None:
-        raise RequestError(422, "invalid_request", f"{name}: {problem}", [{"field": name, "problem": problem}])
-    return value
-
-
 def _owner(agent: Agent, caller: Caller, run_id: str) -> RunOwner:
     return RunOwner(agent.name, run_id, caller.key_id, person_of(caller))
 
 
-async def _run_answer(request: Request) -> tuple[Agent, RunOwner]:
+async def _run_answer(request: Request) -> tuple[Agent, RunOwner, UsageRecord]:
     """The caller's run named by the path: its usage row proves it is theirs; else the 404."""
     caller = caller_of(request)
     agent = resolve_agent(running_of(request).agents, request.path_params["agent"], caller)
-    run_id = _path_id(request, "run_id")
+    run_id = check_id("run_id", request.path_params["run_id"])
     owner = _owner(agent, caller, run_id)
-    if await running_of(request).usage.ledger.run(owner) is None:
+    run = await running_of(request).usage.ledger.run(owner)
+    if run is None:
         raise _unknown_answer(run_id)
-    return agent, owner
+    return agent, owner, run
 
 
 async def _message_answer(request: Request) -> tuple[Agent, RunOwner, str, str]:
     """The caller's stored answer named by the path: its run, thread key and public id; else the 404."""
     agent, store, caller = thread_context(request)
     thread = await caller_thread(store, agent, caller, path_thread_id(request))
-    message_id = _path_id(request, "message_id")
+    message_id = check_id("message_id", request.path_params["message_id"])
     for stored in await store.messages(thread):
         if stored.public_id == message_id and isinstance(stored.message, AssistantMessage):
             run_id = stored.message.metadata.get("runId")  # written when its run finished (app/threads/run.py)
@@ -128,11 +121,16 @@ async def _body(request: Request, agent: Agent) -> FeedbackBody:
 
 
 async def _give(
-    request: Request, agent: Agent, owner: RunOwner, thread_key: str | None = None, message_id: str | None = None
+    request: Request,
+    agent: Agent,
+    owner: RunOwner,
+    run: UsageRecord | None,
+    thread_key: str | None = None,
+    message_id: str | None = None,
 ) -> Response:
+    """Keep the feedback in the body; ``run`` is the answer's usage row, which names its prompt and span."""
     body = await _body(request, agent)
     usage = running_of(request).usage
-    run = await usage.ledger.run(owner)  # a stored answer's run may have made no model call: no row
     feedback = Feedback(
         owner,
         body.score,
@@ -185,18 +183,19 @@ async def _withdraw(request: Request, owner: RunOwner, answer_id: str) -> Respon
 
 
 async def _give_on_run(request: Request) -> Response:
-    agent, owner = await _run_answer(request)
-    return await _give(request, agent, owner)
+    agent, owner, run = await _run_answer(request)
+    return await _give(request, agent, owner, run)
 
 
 async def _withdraw_on_run(request: Request) -> Response:
-    _, owner = await _run_answer(request)
+    _, owner, _ = await _run_answer(request)
     return await _withdraw(request, owner, owner.run_id)
 
 
 async def _give_on_message(request: Request) -> Response:
     agent, owner, thread_key, message_id = await _message_answer(request)
-    return await _give(request, agent, owner, thread_key, message_id)
+    run = await running_of(request).usage.ledger.run(owner)  # none if its run made no model call
+    return await _give(request, agent, owner, run, thread_key, message_id)
 
 
 async def _withdraw_on_message(request: Request) -> Response:
